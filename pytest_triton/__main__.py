@@ -1,0 +1,53 @@
+"""Command line: ``python -m pytest_triton lint PATH... | serve REPO``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+
+def _lint_main(args: argparse.Namespace) -> int:
+    from pytest_triton.lint import has_errors
+    from pytest_triton.lint import lint_paths
+
+    findings = lint_paths(args.paths, sagemaker_default_model=args.sagemaker_default_model)
+    if args.format == "json":
+        print(json.dumps([f.as_dict() for f in findings], indent=2))
+    else:
+        for finding in findings:
+            print(finding.format())
+        counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
+        summary = ", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items())
+        print(f"{len(args.paths)} path{'s' if len(args.paths) != 1 else ''} linted: {summary}", file=sys.stderr)
+    return 1 if has_errors(findings) else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m pytest_triton", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    lint = commands.add_parser("lint", help="Lint model repositories, model folders or model.tar.gz files")
+    lint.add_argument("paths", nargs="+", metavar="PATH")
+    lint.add_argument("--format", choices=("text", "json"), default="text", help="Output format")
+    lint.add_argument(
+        "--sagemaker-default-model",
+        metavar="NAME",
+        help="Check that SAGEMAKER_TRITON_DEFAULT_MODEL_NAME=NAME names a model folder",
+    )
+    commands.add_parser("serve", help="Serve a repository on Triton; prints one JSON line once ready", add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "serve":
+        from pytest_triton.servers.serve_cli import serve_main
+
+        return int(serve_main(argv[1:]))
+    args = build_parser().parse_args(argv)
+    return _lint_main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+"""Parse and print Triton ``config.pbtxt`` with Triton's own schema.
+
+The schema is tritonclient's generated ``model_config_pb2`` (the ``inference.ModelConfig``
+message Triton itself reads) and the grammar is protobuf's ``text_format``: nothing here is
+a hand-written grammar.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pytest_triton.config.positions import PositionIndex
+from pytest_triton.config.positions import index_positions
+from pytest_triton.errors import ConfigSyntaxError
+from pytest_triton.errors import MissingDependency
+
+if TYPE_CHECKING:
+    from tritonclient.grpc.model_config_pb2 import ModelConfig
+
+CONFIG_FILENAME = "config.pbtxt"
+
+_QUOTED_LINE = re.compile(r"^'.*?': ", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class ParsedConfig:
+    """A parsed config.pbtxt: the message, where it came from, and where each field stands."""
+
+    message: ModelConfig
+    text: str
+    path: str
+    positions: PositionIndex
+
+    def line(self, *field_path: str | int) -> int:
+        return self.positions.line(*field_path)
+
+    def position(self, *field_path: str | int) -> tuple[int, int]:
+        return self.positions.find(*field_path)
+
+
+@functools.cache
+def model_config_class() -> type[ModelConfig]:
+    """``inference.ModelConfig`` from tritonclient's generated module, loaded on its own.
+
+    Importing ``tritonclient.grpc`` would pull grpc and numpy in (~0.3 s) just to lint; the
+    generated file needs only protobuf. protobuf hands out the same class either way.
+    """
+    from google.protobuf import descriptor_pool
+    from google.protobuf import message_factory
+
+    try:  # registered already (by tritonclient.grpc, or by an earlier load): never register twice
+        descriptor = descriptor_pool.Default().FindMessageTypeByName("inference.ModelConfig")
+    except KeyError:
+        pass
+    else:
+        registered: type[ModelConfig] = message_factory.GetMessageClass(descriptor)
+        return registered
+    spec = importlib.util.find_spec("tritonclient")
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingDependency("tritonclient", "serve")
+    path = Path(next(iter(spec.submodule_search_locations))) / "grpc" / "model_config_pb2.py"
+    module_spec = importlib.util.spec_from_file_location("pytest_triton._model_config_pb2", path)
+    if module_spec is None or module_spec.loader is None:  # pragma: no cover - broken install
+        raise MissingDependency("tritonclient", "serve")
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    cls: type[ModelConfig] = module.ModelConfig
+    return cls
+
+
+def _token_at(text: str, line: int, col: int) -> str | None:
+    lines = text.splitlines()
+    if not 1 <= line <= len(lines):
+        return None
+    rest = lines[line - 1][max(col - 1, 0) :].lstrip()
+    if not rest:
+        return None
+    match = re.match(r'"[^"]*"?|[A-Za-z0-9_.+-]+|.', rest)
+    return match.group() if match else None
+
+
+def _syntax_message(text: str, raw: str, line: int, col: int) -> str:
+    """protobuf's message without its location prefix, with the token it stopped at."""
+    message = re.sub(r"^\d+:\d+ : ", "", raw)
+    message = _QUOTED_LINE.sub("", message)
+    if message.startswith("Expected ") and "found" not in message:
+        found = _token_at(text, line, col)
+        if found is not None:
+            quoted = found if found.startswith('"') else f'"{found}"'
+            message = f"{message.rstrip('.')}, found {quoted}"
+    return message
+
+
+def parse_config(text: str, path: str = CONFIG_FILENAME) -> ParsedConfig:
+    """Parse config.pbtxt text; raise :class:`ConfigSyntaxError` with protobuf's message and position."""
+    from google.protobuf import text_format
+
+    message = model_config_class()()
+    try:
+        text_format.Parse(text, message)
+    except text_format.ParseError as exc:
+        line = exc.GetLine() or 0
+        col = exc.GetColumn() or 0
+        raise ConfigSyntaxError(_syntax_message(text, str(exc), line, col), path=path, line=line, col=col) from exc
+    return ParsedConfig(message=message, text=text, path=path, positions=index_positions(text))
+
+
+def read_config(path: str | Path) -> ParsedConfig:
+    """Read and parse a config.pbtxt file (UTF-8)."""
+    file = Path(path)
+    data = file.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigSyntaxError(
+            f"config is not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x})",
+            path=str(file),
+            line=1,
+            col=1,
+        ) from exc
+    return parse_config(text, str(file))
+
+
+def print_config(message: ModelConfig) -> str:
+    """Render a config as config.pbtxt text; ``max_batch_size: 0`` is written explicitly.
+
+    proto3 drops fields equal to their default, but a reader of the file should see that
+    batching is off on purpose (and Triton's auto-complete would otherwise fill it in).
+    """
+    from google.protobuf import text_format
+
+    text = text_format.MessageToString(message, as_utf8=True)
+    if message.max_batch_size == 0:
+        lines = text.splitlines(keepends=True)
+        head = 0
+        while head < len(lines) and lines[head].split(":")[0] in {"name", "platform", "backend"}:
+            head += 1
+        lines.insert(head, "max_batch_size: 0\n")
+        text = "".join(lines)
+    return text
+
+
+def write_config(message: ModelConfig, path: str | Path) -> Path:
+    """Write ``message`` to ``path`` (a model folder or a config.pbtxt path)."""
+    target = Path(path)
+    if target.is_dir():
+        target = target / CONFIG_FILENAME
+    target.write_text(print_config(message), encoding="utf-8")
+    return target

@@ -1,0 +1,51 @@
+"""Every rule id the linter can report. Ids are stable and never reused.
+
+Families: C config file, L layout, S schema (Triton core's checks), E ensembles,
+A execution accelerators, O ONNX model vs config, D deployment (SageMaker, images),
+X the linter itself.
+"""
+
+from __future__ import annotations
+
+from pytest_triton.lint.finding import Rule
+from pytest_triton.lint.finding import Severity
+
+_TABLE: list[tuple[str, Severity, str]] = [
+    # config file
+    ("C001", "error", "config.pbtxt is not valid protobuf text for inference.ModelConfig"),
+    ("C002", "error", "config.pbtxt is missing"),
+    ("C003", "error", "config.pbtxt cannot be read"),
+    # layout
+    ("L101", "error", "model has no valid version folder"),
+    ("L102", "warning", "folder looks like a version but Triton ignores it"),
+    ("L103", "error", "config name differs from the model folder name"),
+    ("L104", "error", "model file for the platform/backend is missing"),
+    ("L105", "warning", "hidden folder at the repository root is polled as a model"),
+    ("L106", "error", "file at the repository root where Triton expects model folders"),
+    ("L107", "error", "path is not a model repository, model folder or model.tar.gz"),
+    ("L108", "error", "cannot determine the backend of the model"),
+    ("L109", "warning", "repository has no model folders"),
+    # deployment
+    ("D601", "error", "SageMaker tarball has config.pbtxt at its root"),
+    ("D602", "warning", "several models without SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"),
+    ("D603", "error", "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME names no model folder"),
+    ("D604", "info", "variable-length dims with dynamic batching only batch same-shape requests"),
+    ("D605", "warning", "TensorFlow platform has no backend in -py3 images from 24.08 on"),
+    ("D606", "error", "unsafe member in model.tar.gz"),
+    ("D607", "error", "model.tar.gz cannot be read"),
+    # the linter itself
+    ("X001", "error", "internal error in a lint rule (a linter bug: please report it)"),
+]
+
+RULES: dict[str, Rule] = {}
+
+
+def register(rules: list[tuple[str, Severity, str]]) -> None:
+    """Add a family of rules; an id may be registered once only."""
+    for rule_id, severity, title in rules:
+        if rule_id in RULES:
+            raise ValueError(f"rule id {rule_id!r} is registered twice")
+        RULES[rule_id] = Rule(rule_id, severity, title)
+
+
+register(_TABLE)

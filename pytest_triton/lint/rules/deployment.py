@@ -1,0 +1,90 @@
+"""Deployment pitfalls from the seeds: SageMaker packaging, batching shapes, image contents."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_triton.lint.context import ModelContext
+from pytest_triton.lint.context import RepositoryContext
+
+DEFAULT_MODEL_ENV = "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """KEY=VALUE lines (``#`` comments, optional quotes), as written beside a model.tar.gz."""
+    values: dict[str, str] = {}
+    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        values[key.strip().removeprefix("export ").strip()] = value.strip().strip("'\"")
+    return values
+
+
+def sidecar_env(archive: Path) -> Path:
+    """Where the container environment of a model.tar.gz is recorded: ``<archive>.env``."""
+    return archive.with_name(archive.name + ".env")
+
+
+def check_sagemaker_default_model(repo: RepositoryContext) -> None:
+    if repo.tarball is None and repo.sagemaker_default_model is None:
+        return  # not a SageMaker target: several models are fine
+    default = repo.sagemaker_default_model
+    where = repo.tarball or repo.root
+    if default is None and repo.tarball is not None and sidecar_env(repo.tarball).exists():
+        default = read_env_file(sidecar_env(repo.tarball)).get(DEFAULT_MODEL_ENV)
+    models = sorted(name for name in repo.models if not name.startswith("."))
+    if default is not None:
+        if default not in repo.models:
+            repo.reporter.add(
+                "D603",
+                where,
+                f"{DEFAULT_MODEL_ENV}={default!r} names no model folder (models: {', '.join(models) or 'none'})",
+                "set it to the folder name of the model SageMaker should invoke",
+            )
+        return
+    if len(models) > 1:
+        repo.reporter.add(
+            "D602",
+            where,
+            f"{len(models)} model folders ({', '.join(models)}) but no {DEFAULT_MODEL_ENV}: the SageMaker "
+            "Triton container cannot tell which model /invocations serves",
+            f"set {DEFAULT_MODEL_ENV} in the endpoint's environment (and record it in "
+            f"{sidecar_env(Path(where.name)).name}), or pass --sagemaker-default-model NAME",
+        )
+
+
+def check_variable_dims_with_batching(model: ModelContext) -> None:
+    config = model.config
+    if not config.HasField("dynamic_batching") or config.max_batch_size <= 0:
+        return
+    for index, tensor in enumerate(config.input):
+        if -1 in tensor.dims:
+            model.report(
+                "D604",
+                f"input {tensor.name!r} has variable dims {list(tensor.dims)} with dynamic batching: only "
+                "requests of the same shape are batched together",
+                "pad every request to the maximum length (scenario 07 pads to 512) and fix the dims, "
+                "or accept smaller batches",
+                "input",
+                index,
+                "dims",
+            )
+
+
+def check_tensorflow_platform(model: ModelContext) -> None:
+    config = model.config
+    if config.platform.startswith("tensorflow_") or config.backend == "tensorflow":
+        field = "platform" if config.platform else "backend"
+        model.report(
+            "D605",
+            f"{field} {getattr(config, field)!r}: NGC tritonserver -py3 images from 24.08 on carry no "
+            "TensorFlow backend",
+            "convert the model to ONNX or TensorRT, or pin an image older than 24.08",
+            field,
+        )
+
+
+REPOSITORY_CHECKS = [check_sagemaker_default_model]
+MODEL_CHECKS = [check_variable_dims_with_batching, check_tensorflow_platform]

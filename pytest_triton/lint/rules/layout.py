@@ -1,0 +1,197 @@
+"""Layout: what Triton's repository poller sees before it reads any config.
+
+Every folder at the repository root is a model (hidden folders too); a model needs a
+config (unless auto-complete can guess the backend from a file name), at least one version
+folder named by a plain integer, and the model file its backend loads.
+"""
+
+from __future__ import annotations
+
+from pytest_triton.config import CONFIG_FILENAME
+from pytest_triton.lint.context import VERSION_DIR
+from pytest_triton.lint.context import ModelContext
+from pytest_triton.lint.context import RepositoryContext
+
+# default model file per platform and per backend (Triton's and each backend's defaults)
+PLATFORM_FILES: dict[str, tuple[str, ...]] = {
+    "tensorrt_plan": ("model.plan",),
+    "onnxruntime_onnx": ("model.onnx",),
+    "pytorch_libtorch": ("model.pt",),
+    "tensorflow_savedmodel": ("model.savedmodel",),
+    "tensorflow_graphdef": ("model.graphdef",),
+}
+BACKEND_FILES: dict[str, tuple[str, ...]] = {
+    "tensorrt": ("model.plan",),
+    "onnxruntime": ("model.onnx",),
+    "pytorch": ("model.pt", "model.pt2", "model.py"),
+    "tensorflow": ("model.savedmodel", "model.graphdef"),
+    "openvino": ("model.xml",),
+    "python": ("model.py",),
+}
+# file extension → backend, as auto-complete guesses it when the config names none
+EXTENSION_BACKENDS = {
+    ".plan": "tensorrt",
+    ".onnx": "onnxruntime",
+    ".pt": "pytorch",
+    ".savedmodel": "tensorflow",
+    ".graphdef": "tensorflow",
+    ".py": "python",
+    ".xml": "openvino",
+}
+
+
+def _suspicious_version_name(name: str) -> bool:
+    if VERSION_DIR.match(name):
+        return False
+    digits = name.lstrip("vV").removeprefix("ersion").lstrip("_-")
+    return bool(digits) and digits.isdigit()
+
+
+def check_repository_root(repo: RepositoryContext) -> None:
+    models = 0
+    for child in sorted(repo.root.iterdir()):
+        if child.is_dir():
+            models += 1
+            if child.name.startswith("."):
+                repo.reporter.add(
+                    "L105",
+                    child,
+                    f"hidden folder {child.name!r} is polled as a model by Triton",
+                    "move it out of the repository (Triton does not skip dot-folders)",
+                )
+        elif child.name == CONFIG_FILENAME and repo.tarball is None:
+            repo.reporter.add(
+                "L106",
+                child,
+                "config.pbtxt at the repository root: Triton expects <model>/config.pbtxt",
+                "move it into a folder named after the model, beside a version folder such as 1/",
+                line=1,
+                col=1,
+            )
+    if models == 0:
+        repo.reporter.add(
+            "L109", repo.root, "repository has no model folders", "add <model>/config.pbtxt and <model>/1/"
+        )
+
+
+def check_model_folders(repo: RepositoryContext) -> None:
+    for model in repo.models.values():
+        _check_versions(model)
+        if model.parsed is None and not model.config_path.exists():
+            _check_missing_config(model)
+
+
+def _check_versions(model: ModelContext) -> None:
+    folder = model.folder
+    try:
+        children = sorted(folder.iterdir())
+    except OSError:
+        return
+    ignored = [c for c in children if c.is_dir() and _suspicious_version_name(c.name)]
+    for child in ignored:
+        model.report_file(
+            "L102",
+            child,
+            f"version folder {child.name!r} is ignored by Triton (versions are plain integers without leading zeros)",
+            f"rename it to {int(child.name.lstrip('vV').removeprefix('ersion').lstrip('_-'))!s}/",
+        )
+    if not any(c.is_dir() and VERSION_DIR.match(c.name) for c in children):
+        extra = f" ({', '.join(repr(c.name) for c in ignored)} ignored)" if ignored else ""
+        model.report_file(
+            "L101",
+            folder,
+            f"at least one version must be available under the version policy of model {model.name!r}: "
+            f"no version folder{extra}",
+            "add a folder named 1/ holding the model file",
+        )
+
+
+def _check_missing_config(model: ModelContext) -> None:
+    guessed = _backend_from_files(model)
+    if guessed is None:
+        model.report_file(
+            "L108",
+            model.folder,
+            f"Invalid model name: Could not determine backend for model '{model.name}' with no backend in "
+            "model configuration. Expected model name of the form 'model.<backend_name>'.",
+            "add config.pbtxt with platform or backend, or name the model file model.<backend> "
+            "(model.onnx, model.plan, model.py, ...)",
+        )
+    elif guessed not in {"onnxruntime", "tensorrt", "tensorflow"}:
+        model.report_file(
+            "C002",
+            model.config_path,
+            f"config.pbtxt is missing and the {guessed} backend cannot auto-complete one",
+            "write config.pbtxt with name, backend, inputs and outputs",
+        )
+
+
+def _backend_from_files(model: ModelContext) -> str | None:
+    for version in model.versions():
+        for item in sorted((model.folder / str(version)).iterdir()):
+            if item.stem == "model" and item.suffix in EXTENSION_BACKENDS:
+                return EXTENSION_BACKENDS[item.suffix]
+    return None
+
+
+def expected_model_files(model: ModelContext) -> tuple[str, ...]:
+    """The file names the model's backend would load, honouring default_model_filename."""
+    config = model.config
+    if config.default_model_filename:
+        return (config.default_model_filename,)
+    if config.platform == "ensemble":
+        return ()
+    if config.platform in PLATFORM_FILES:
+        return PLATFORM_FILES[config.platform]
+    return BACKEND_FILES.get(config.backend, ())
+
+
+def check_name(model: ModelContext) -> None:
+    config = model.config
+    if config.name and config.name != model.name:
+        model.report(
+            "L103",
+            f"model name {config.name!r} in config.pbtxt differs from its folder {model.name!r}",
+            f"set name: {model.name!r} (or rename the folder); Triton refuses the mismatch",
+            "name",
+        )
+
+
+def check_platform_known(model: ModelContext) -> None:
+    config = model.config
+    if config.platform or config.backend:
+        return
+    if _backend_from_files(model) is None:
+        model.report(
+            "L108",
+            f"Invalid model name: Could not determine backend for model '{model.name}' with no backend in "
+            "model configuration. Expected model name of the form 'model.<backend_name>'.",
+            'set backend (e.g. backend: "onnxruntime") or platform in config.pbtxt',
+        )
+
+
+def check_model_files(model: ModelContext) -> None:
+    names = expected_model_files(model)
+    if not names:
+        return
+    for version in model.versions():
+        folder = model.folder / str(version)
+        if not any((folder / name).exists() for name in names):
+            found = sorted(p.name for p in folder.iterdir())[:5]
+            model.report_file(
+                "L104",
+                folder,
+                f"version {version} of model {model.name!r} has no {' or '.join(names)}"
+                + (f" (found: {', '.join(found)})" if found else " (folder is empty)"),
+                _model_file_hint(model, names),
+            )
+
+
+def _model_file_hint(model: ModelContext, names: tuple[str, ...]) -> str:
+    if model.config.default_model_filename:
+        return "put the file there or fix default_model_filename"
+    return f"put {names[0]} in the version folder, or set default_model_filename"
+
+
+REPOSITORY_CHECKS = [check_repository_root, check_model_folders]
+MODEL_CHECKS = [check_name, check_platform_known, check_model_files]

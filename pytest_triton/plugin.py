@@ -1,0 +1,149 @@
+"""pytest hooks of pytest-triton: options, markers, lint items, fixtures and the summary.
+
+Keep this module light: nothing heavy (tritonclient, onnxruntime, docker, boto3) is imported
+here; fixtures import launchers and clients when a test asks for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_triton.lint_items import collect_lint_items
+from pytest_triton.lint_items import lint_targets_from_config
+
+if TYPE_CHECKING:
+    from pytest_triton.client.triton import TritonClients
+    from pytest_triton.fixtures import TritonServerFactory
+    from pytest_triton.repository.builder import RepositoryBuilder
+    from pytest_triton.servers.base import TritonLauncher
+
+MARKERS = {
+    "gpu": "Test needs a GPU; runs only with --gpu",
+    "docker": "Test needs a Docker engine and the docker launcher (--triton-launcher docker)",
+    "cloud": "Test needs AWS SageMaker (--triton-launcher sagemaker)",
+    "triton_lint": "Lint item of a model folder (select them with -m triton_lint)",
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("triton", "Triton model repositories (pytest-triton)")
+    group.addoption("--gpu", action="store_true", default=False, help="Require GPUs; run tests marked gpu")
+    group.addoption(
+        "--triton-launcher",
+        choices=("local", "url"),
+        default=None,
+        help="How to get a Triton server: a local process (default) or an existing one (--triton-url)",
+    )
+    group.addoption("--tritonserver", metavar="PATH", default=None, help="tritonserver binary for the local launcher")
+    group.addoption("--triton-url", metavar="URL", default=None, help="HTTP URL of a running Triton (url launcher)")
+    group.addoption(
+        "--triton-repository",
+        metavar="PATH",
+        default=None,
+        help="Model repository served by the triton_server fixture",
+    )
+    group.addoption(
+        "--triton-lint",
+        metavar="PATH",
+        action="append",
+        default=[],
+        help="Lint this repository, model folder or model.tar.gz as test items (repeatable)",
+    )
+    parser.addini("triton_lint_paths", "Paths linted as test items (like --triton-lint)", type="paths", default=[])
+    parser.addini("triton_repository", "Model repository served by the triton_server fixture", default="")
+    parser.addini("triton_launcher", "Default launcher: local or url", default="local")
+    parser.addini("triton_startup_timeout", "Seconds to wait for the server and its models", default="120")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, text in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+    if config.getoption("gpu"):
+        from pytest_triton.errors import PytestTritonError
+        from pytest_triton.hardware import require_gpu
+
+        try:
+            require_gpu()
+        except PytestTritonError as exc:
+            raise pytest.UsageError(str(exc)) from exc
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    targets = lint_targets_from_config(config)
+    if targets:
+        items[:0] = collect_lint_items(session, targets)
+    launcher = config.getoption("triton_launcher") or config.getini("triton_launcher")
+    for item in items:
+        if item.get_closest_marker("gpu") and not config.getoption("gpu"):
+            item.add_marker(pytest.mark.skip(reason="needs a GPU: run with --gpu on a GPU runner"))
+        if item.get_closest_marker("docker") and launcher != "docker":
+            item.add_marker(pytest.mark.skip(reason="needs the docker launcher, which this version does not ship"))
+        if item.get_closest_marker("cloud") and launcher != "sagemaker":
+            item.add_marker(pytest.mark.skip(reason="needs the sagemaker launcher, which this version does not ship"))
+
+
+@pytest.fixture
+def triton_repository(tmp_path: Path) -> RepositoryBuilder:
+    """A model repository builder in a fresh folder; ``build()`` writes and lints it.
+
+    Add ONNX models, python models, ensembles and TensorRT plans; configs are written through
+    Triton's own schema and the result is linted before any server can start on it.
+    """
+    from pytest_triton.repository.builder import RepositoryBuilder
+
+    return RepositoryBuilder(tmp_path / "model_repository")
+
+
+@pytest.fixture(scope="session")
+def triton_server_factory(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TritonServerFactory]:
+    """Start Triton servers for repositories built in tests; every server is stopped at the end."""
+    from pytest_triton.fixtures import TritonServerFactory
+
+    factory = TritonServerFactory.from_config(request.config, tmp_path_factory.mktemp("triton-staging"))
+    try:
+        yield factory
+    finally:
+        factory.stop_all()
+
+
+@pytest.fixture(scope="session")
+def triton_server(request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory) -> TritonLauncher:
+    """The session's Triton server, serving ``--triton-repository`` (or ini ``triton_repository``)."""
+    return triton_server_factory.session_server(request.config)
+
+
+@pytest.fixture
+def triton_client(triton_server: TritonLauncher) -> TritonClients:
+    """tritonclient HTTP and gRPC clients bound to the session's ``triton_server``."""
+    from pytest_triton.client.triton import TritonClients
+
+    return TritonClients.connect(triton_server)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.failed:
+        from pytest_triton.fixtures import attach_server_logs
+
+        attach_server_logs(item, report)
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    from pytest_triton.fixtures import summary_lines
+
+    lines = summary_lines(config)
+    if lines:
+        terminalreporter.section("triton")
+        for line in lines:
+            terminalreporter.write_line(line)

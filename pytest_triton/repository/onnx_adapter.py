@@ -1,0 +1,140 @@
+"""Stage a repository for a server without the onnxruntime backend.
+
+Each ONNX Runtime model becomes a python-backend model with the same name, inputs, outputs,
+dims, max_batch_size, dynamic batching and version folders; its ``model.py`` is the adapter in
+``_adapter/model.py``. Nothing is rewritten silently: every adapted model is listed, with how.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import site
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import Any
+
+from pytest_triton.config import read_config
+from pytest_triton.config import write_config
+
+ADAPTER_SOURCE = Path(__file__).parent / "_adapter" / "model.py"
+_GPU_PROVIDERS = {"tensorrt": "TensorrtExecutionProvider", "cuda": "CUDAExecutionProvider"}
+# the onnxruntime backend's TensorRT accelerator keys → ONNX Runtime TensorRT provider options
+_TRT_OPTION_NAMES = {
+    "max_workspace_size_bytes": "trt_max_workspace_size",
+    "trt_engine_cache_enable": "trt_engine_cache_enable",
+    "trt_engine_cache_path": "trt_engine_cache_path",
+}
+
+
+def _tensorrt_options(parameters: Any) -> dict[str, str]:
+    options = {dst: str(parameters[src]) for src, dst in _TRT_OPTION_NAMES.items() if src in parameters}
+    if "precision_mode" in parameters:
+        options["trt_fp16_enable"] = str(parameters["precision_mode"] == "FP16")
+    return options
+
+
+@dataclass
+class AdaptedModel:
+    """What was changed to serve one ONNX model through the adapter."""
+
+    name: str
+    providers: list[str]
+    notes: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        text = (
+            f"{self.name}: no onnxruntime backend in this server; served by the python-backend "
+            f"ONNX Runtime adapter on {self.providers[0]}"
+        )
+        return text + "".join(f"; {note}" for note in self.notes)
+
+
+def is_onnx_model(config: Any) -> bool:
+    return bool(config.platform == "onnxruntime_onnx" or config.backend == "onnxruntime")
+
+
+def _available_providers() -> list[str]:
+    import onnxruntime
+
+    return list(onnxruntime.get_available_providers())
+
+
+def _providers(config: Any, has_gpu: bool, report: AdaptedModel) -> list[Any]:
+    """ONNX Runtime providers for the config's accelerators, in preference order."""
+    available = _available_providers()
+    providers: list[Any] = []
+    gpu_kind = any(group.kind == 2 for group in config.instance_group)  # KIND_GPU
+    if has_gpu:
+        for accel in config.optimization.execution_accelerators.gpu_execution_accelerator:
+            provider = _GPU_PROVIDERS.get(accel.name)
+            if provider is None:
+                continue
+            if provider not in available:
+                report.notes.append(f"{accel.name} accelerator requested but {provider} is not in this onnxruntime")
+                continue
+            if provider == "TensorrtExecutionProvider":
+                providers.append((provider, _tensorrt_options(accel.parameters)))
+            else:
+                providers.append(provider)
+        if gpu_kind and "CUDAExecutionProvider" in available and "CUDAExecutionProvider" not in providers:
+            providers.append("CUDAExecutionProvider")
+    elif config.optimization.execution_accelerators.gpu_execution_accelerator:
+        names = [a.name for a in config.optimization.execution_accelerators.gpu_execution_accelerator]
+        report.notes.append(f"GPU accelerators {names} dropped: no GPU visible")
+    providers.append("CPUExecutionProvider")
+    return providers
+
+
+def _adapt_config(config: Any, has_gpu: bool, report: AdaptedModel, model_file: str) -> None:
+    providers = _providers(config, has_gpu, report)
+    report.providers = [p if isinstance(p, str) else p[0] for p in providers]
+    config.platform = ""
+    config.backend = "python"
+    config.default_model_filename = ""
+    config.optimization.ClearField("execution_accelerators")
+    if not config.optimization.ListFields():
+        config.ClearField("optimization")
+    for group in config.instance_group:
+        if group.kind == 2 and not has_gpu:  # KIND_GPU on a machine without GPUs
+            group.kind = 1  # KIND_CPU
+            del group.gpus[:]
+            report.notes.append("instance_group KIND_GPU mapped to KIND_CPU (no GPU visible)")
+    import onnxruntime
+
+    params = {
+        "providers": json.dumps(providers),
+        "sys_path": json.dumps([*site.getsitepackages(), site.getusersitepackages()]),
+        "onnxruntime_dir": os.path.dirname(os.path.realpath(onnxruntime.__file__)),
+        "model_file": model_file,
+    }
+    for key, value in params.items():
+        config.parameters[f"pytest_triton_{key}"].string_value = value
+
+
+def stage_repository(source: Path, dest: Path, *, backends: frozenset[str], has_gpu: bool) -> list[AdaptedModel]:
+    """Copy ``source`` to ``dest``; adapt ONNX models if ``backends`` lacks onnxruntime."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(source, dest, symlinks=False)
+    if "onnxruntime" in backends:
+        return []
+    adapted: list[AdaptedModel] = []
+    for folder in sorted(p for p in dest.iterdir() if p.is_dir()):
+        config_path = folder / "config.pbtxt"
+        if not config_path.exists():
+            continue
+        config = read_config(config_path).message
+        if not is_onnx_model(config):
+            continue
+        report = AdaptedModel(name=folder.name, providers=[])
+        model_file = config.default_model_filename or "model.onnx"
+        _adapt_config(config, has_gpu, report, model_file)
+        write_config(config, config_path)
+        for version in folder.iterdir():
+            if version.is_dir() and version.name.isdigit():
+                shutil.copyfile(ADAPTER_SOURCE, version / "model.py")
+        adapted.append(report)
+    return adapted

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+BROKEN = 'name: "other"\nbackend: "python"\nmax_batch_size: 0\n'
+GOOD = 'name: "good"\nbackend: "python"\nmax_batch_size: 0\n'
+
+
+def make_repo(root: Path) -> Path:
+    for name, config in (("bad", BROKEN), ("good", GOOD)):
+        (root / name / "1").mkdir(parents=True)
+        (root / name / "config.pbtxt").write_text(config)
+        (root / name / "1" / "model.py").write_text("")
+    return root
+
+
+def test_lint_option_collects_one_item_per_model(pytester: pytest.Pytester) -> None:
+    repo = make_repo(pytester.path / "repo")
+    result = pytester.runpytest("--triton-lint", str(repo), "-v")
+    result.stdout.fnmatch_lines(
+        [
+            "*triton-lint?*bad?*FAILED*",
+            "*triton-lint?*good?*PASSED*",
+            "*bad/config.pbtxt:1:1: L103 model name 'other' in config.pbtxt differs from its folder 'bad'",
+            "*hint: set name: 'bad'*",
+        ]
+    )
+    result.assert_outcomes(passed=1, failed=1)
+
+
+def test_lint_paths_from_ini(pytester: pytest.Pytester) -> None:
+    make_repo(pytester.path / "repo")
+    pytester.makeini("[pytest]\ntriton_lint_paths = repo\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+
+
+def test_markers_and_options_are_registered(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--markers")
+    result.stdout.fnmatch_lines(["@pytest.mark.gpu:*", "@pytest.mark.docker:*", "@pytest.mark.cloud:*"])
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines(["*Triton model repositories (pytest-triton)*", "*--triton-lint=PATH*"])
+
+
+def test_gpu_marked_tests_are_skipped_with_a_reason(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("import pytest\n@pytest.mark.gpu\ndef test_x():\n    assert False\n")
+    result = pytester.runpytest("-rs")
+    result.stdout.fnmatch_lines(["*SKIPPED*needs a GPU: run with --gpu on a GPU runner*"])
+    result.assert_outcomes(skipped=1)
+
+
+def test_gpu_option_fails_fast_without_gpu(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    pytester.makepyfile("def test_x():\n    pass\n")
+    result = pytester.runpytest("--gpu")
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*--gpu was given but no GPU is visible*"])
+
+
+def test_plugin_module_imports_nothing_heavy() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pytest_triton.plugin\n"
+        "heavy = [m for m in ('tritonclient', 'onnxruntime', 'onnx', 'docker', 'boto3', 'hypothesis', 'numpy')"
+        " if m in sys.modules]\n"
+        "print(heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
