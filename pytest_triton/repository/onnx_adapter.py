@@ -52,6 +52,11 @@ class AdaptedModel:
         return text + "".join(f"; {note}" for note in self.notes)
 
 
+def _kind(group: Any) -> str:
+    name: str = type(group).Kind.Name(group.kind)
+    return name
+
+
 def is_onnx_model(config: Any) -> bool:
     return bool(config.platform == "onnxruntime_onnx" or config.backend == "onnxruntime")
 
@@ -66,7 +71,7 @@ def _providers(config: Any, has_gpu: bool, report: AdaptedModel) -> list[Any]:
     """ONNX Runtime providers for the config's accelerators, in preference order."""
     available = _available_providers()
     providers: list[Any] = []
-    gpu_kind = any(group.kind == 2 for group in config.instance_group)  # KIND_GPU
+    gpu_kind = any(_kind(group) == "KIND_GPU" for group in config.instance_group)
     if has_gpu:
         for accel in config.optimization.execution_accelerators.gpu_execution_accelerator:
             provider = _GPU_PROVIDERS.get(accel.name)
@@ -98,8 +103,8 @@ def _adapt_config(config: Any, has_gpu: bool, report: AdaptedModel, model_file: 
     if not config.optimization.ListFields():
         config.ClearField("optimization")
     for group in config.instance_group:
-        if group.kind == 2 and not has_gpu:  # KIND_GPU on a machine without GPUs
-            group.kind = 1  # KIND_CPU
+        if _kind(group) == "KIND_GPU" and not has_gpu:
+            group.kind = type(group).Kind.Value("KIND_CPU")
             del group.gpus[:]
             report.notes.append("instance_group KIND_GPU mapped to KIND_CPU (no GPU visible)")
     import onnxruntime
