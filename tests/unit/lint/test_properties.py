@@ -66,7 +66,8 @@ def test_missing_version_folder_yields_l101(spec: RepositorySpec) -> None:
     moved = type(first)(first.folder, first.config_text, {"v1/model.py": b""})
     with tempfile.TemporaryDirectory() as tmp:
         rules = [f.rule for f in lint_path(write_repository(RepositorySpec((moved, *spec.models[1:])), Path(tmp)))]
-    assert "L101" in rules and "L102" in rules
+    assert "L101" in rules
+    assert "L102" in rules
 
 
 @settings(max_examples=150, deadline=None)
