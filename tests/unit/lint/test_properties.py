@@ -43,7 +43,35 @@ def _rename(config: Any) -> None:
     config.name = config.name + "_other"
 
 
-MUTATIONS: dict[str, Callable[[Any], None]] = {"L103": _rename}
+def _zero_dim(config: Any) -> None:
+    config.input[0].dims[-1] = 0
+
+
+def _negative_batch(config: Any) -> None:
+    config.max_batch_size = -1
+
+
+def _preferred_above_max(config: Any) -> None:
+    config.max_batch_size = 4
+    config.dynamic_batching.preferred_batch_size.append(5)
+
+
+def _cpu_with_gpus(config: Any) -> None:
+    config.instance_group.add(kind="KIND_CPU", gpus=[0])
+
+
+def _ensemble_scheduling_on_python(config: Any) -> None:
+    config.ensemble_scheduling.step.add(model_name="x")
+
+
+MUTATIONS: dict[str, Callable[[Any], None]] = {
+    "L103": _rename,
+    "S229": _zero_dim,
+    "S205": _negative_batch,
+    "S207": _preferred_above_max,
+    "S245": _cpu_with_gpus,
+    "S204": _ensemble_scheduling_on_python,
+}
 
 
 @FAST
