@@ -1,6 +1,459 @@
-"""Placeholder: this family's rules are being written."""
+"""ONNX model vs config rules (O5xx): what the onnxruntime backend checks when it loads a model.
+
+The backend (onnxruntime_backend ``src/onnxruntime.cc``: ``AutoCompleteConfig``,
+``ValidateInputs``, ``ValidateOutputs``; ``CompareDimsSupported`` in ``onnxruntime_utils.cc``)
+compares the config with the session's inputs and outputs: every model input must be in the
+config, config inputs and outputs must exist in the model, data types must be equal, and
+dims (after ``reshape``, with the batch dimension in front when max_batch_size > 0) must
+match, a model dimension of -1 (symbolic) matching any input dimension; outputs are compared
+exactly. We quote its messages.
+
+The model is read with the ``onnx`` package, without external data and without running it:
+only the graph's inputs, outputs and initializer names are used, and files over
+``FULL_LOAD_LIMIT`` bytes are scanned at the protobuf wire level instead of being loaded.
+"""
 
 from __future__ import annotations
 
-MODEL_CHECKS: list[object] = []
-REPOSITORY_CHECKS: list[object] = []
+import difflib
+import mmap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_triton.lint.context import ModelContext
+from pytest_triton.lint.context import RepositoryContext
+from pytest_triton.lint.rules import catalog
+from pytest_triton.lint.rules.schema_common import enum_label
+from pytest_triton.lint.rules.schema_common import normalized
+
+catalog.register(
+    [
+        ("O501", "error", "ONNX model file cannot be read"),
+        ("O502", "error", "config input is not an input of the ONNX model"),
+        ("O503", "error", "ONNX model input is missing from the config"),
+        ("O504", "error", "config output is not an output of the ONNX model"),
+        ("O505", "error", "data type differs between config and ONNX model"),
+        ("O506", "error", "dims differ between config and ONNX model"),
+        ("O507", "error", "max_batch_size > 0 but the ONNX model cannot batch"),
+        ("O508", "warning", "auto-complete will set max_batch_size to the server default (4)"),
+        ("O509", "warning", "inputs and outputs without max_batch_size: the model will not batch"),
+    ]
+)
+
+FULL_LOAD_LIMIT = 64 * 2**20
+DEFAULT_MAX_BATCH_SIZE = 4  # tritonserver's --backend-config=default-max-batch-size
+# config data type -> ONNX TensorProto.DataType (ModelConfigDataTypeToOnnxDataType); BF16 has none
+_TRITON = ("BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64", "FP16", "FP32", "FP64")
+_ONNX = (9, 2, 4, 12, 13, 3, 5, 6, 7, 10, 1, 11)  # TensorProto.DataType: BOOL, UINT8, ..., FLOAT16, FLOAT, DOUBLE
+CONFIG_TO_ONNX = {f"TYPE_{name}": number for name, number in zip(_TRITON, _ONNX, strict=True)} | {"TYPE_STRING": 8}
+# ONNX type -> the name Triton prints after "TYPE_" (TRITONSERVER_DataTypeString)
+ONNX_TO_TRITON = {v: k[5:] for k, v in CONFIG_TO_ONNX.items()} | {8: "BYTES"}
+_LFS = b"version https://git-lfs"
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A graph input or output: ONNX element type (None: not a tensor), dims (-1: symbolic; None: unknown)."""
+
+    name: str
+    elem_type: int | None
+    dims: tuple[int, ...] | None
+
+
+@dataclass(frozen=True)
+class OnnxIO:
+    """What the onnxruntime backend sees of a model: inputs, overridable initializers, outputs."""
+
+    inputs: dict[str, Tensor]
+    initializers: dict[str, Tensor]
+    outputs: dict[str, Tensor]
+
+
+class OnnxReadError(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def read_onnx_io(path: Path, *, full_load_limit: int = FULL_LOAD_LIMIT) -> OnnxIO:
+    """The graph I/O of the model at ``path``; raises :class:`OnnxReadError`, never anything else."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            head = handle.read(len(_LFS))
+    except OSError as exc:
+        raise OnnxReadError(f"cannot read the file: {exc.strerror or exc}") from exc
+    if head == _LFS:
+        raise OnnxReadError("the file is a Git LFS pointer, not the model (run `git lfs pull`)")
+    if size == 0:
+        raise OnnxReadError("the file is empty")
+    try:
+        return _scan(path) if size > full_load_limit else _load(path)
+    except OnnxReadError:
+        raise
+    except Exception as exc:
+        raise OnnxReadError(f"not an ONNX model ({type(exc).__name__}: {exc})") from exc
+
+
+def _load(path: Path) -> OnnxIO:
+    import onnx
+
+    proto = onnx.load(str(path), load_external_data=False)
+    if not proto.HasField("graph"):
+        raise OnnxReadError("no graph in the file: not an ONNX model")
+    graph = proto.graph
+    initializers = [t.name for t in graph.initializer] + [s.values.name for s in graph.sparse_initializer]
+    return _io(proto.ir_version, list(graph.input), list(graph.output), initializers)
+
+
+def _varint(buf: Any, pos: int, end: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= end or shift > 63:
+            raise OnnxReadError("truncated or corrupt protobuf")
+        byte = buf[pos]
+        value |= (byte & 0x7F) << shift
+        pos, shift = pos + 1, shift + 7
+        if byte < 0x80:
+            return value, pos
+
+
+def _fields(buf: Any, pos: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+    """``(field number, wire type, start, end or varint value)`` of each field in ``buf[pos:end]``."""
+    while pos < end:
+        tag, pos = _varint(buf, pos, end)
+        number, wire = tag >> 3, tag & 7
+        if wire == 0:
+            value, pos = _varint(buf, pos, end)
+            yield number, wire, pos, value
+        elif wire == 2:
+            length, pos = _varint(buf, pos, end)
+            if pos + length > end:
+                raise OnnxReadError("truncated or corrupt protobuf")
+            yield number, wire, pos, pos + length
+            pos += length
+        elif wire in (1, 5):
+            pos += 8 if wire == 1 else 4
+        else:
+            raise OnnxReadError(f"unsupported protobuf wire type {wire}")
+    if pos != end:
+        raise OnnxReadError("truncated or corrupt protobuf")
+
+
+def _tensor_name(buf: Any, start: int, end: int) -> str:
+    for number, wire, lo, hi in _fields(buf, start, end):
+        if number == 8 and wire == 2:  # TensorProto.name
+            return bytes(buf[lo:hi]).decode("utf-8", "replace")
+    return ""
+
+
+def _scan(path: Path) -> OnnxIO:
+    """Read ModelProto.graph's inputs, outputs and initializer names, skipping weights and nodes."""
+    import onnx
+
+    ir_version, graphs = 0, 0
+    inputs: list[Any] = []
+    outputs: list[Any] = []
+    initializers: list[str] = []
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        for number, wire, start, end in _fields(buf, 0, len(buf)):
+            if number == 1 and wire == 0:
+                ir_version = end
+            elif number == 7 and wire == 2:  # ModelProto.graph
+                graphs += 1
+                for gnum, gwire, lo, hi in _fields(buf, start, end):
+                    if gwire != 2:
+                        continue
+                    if gnum in (11, 12):  # GraphProto.input / output
+                        (inputs if gnum == 11 else outputs).append(onnx.ValueInfoProto.FromString(buf[lo:hi]))
+                    elif gnum == 5:  # initializer
+                        initializers.append(_tensor_name(buf, lo, hi))
+                    elif gnum == 15:  # sparse_initializer: its values tensor carries the name
+                        values = next((f for f in _fields(buf, lo, hi) if f[0] == 1 and f[1] == 2), None)
+                        if values is not None:
+                            initializers.append(_tensor_name(buf, values[2], values[3]))
+    if not graphs:
+        raise OnnxReadError("no graph in the file: not an ONNX model")
+    return _io(ir_version, inputs, outputs, initializers)
+
+
+def _tensor(info: Any) -> Tensor:
+    if info.type.WhichOneof("value") != "tensor_type":
+        return Tensor(info.name, None, None)
+    tensor = info.type.tensor_type
+    if not tensor.HasField("shape"):
+        return Tensor(info.name, int(tensor.elem_type), None)
+    dims = tuple(int(d.dim_value) if d.HasField("dim_value") else -1 for d in tensor.shape.dim)
+    return Tensor(info.name, int(tensor.elem_type), dims)
+
+
+def _io(ir_version: int, inputs: list[Any], outputs: list[Any], initializers: list[str]) -> OnnxIO:
+    """ONNX Runtime's view: graph inputs backed by an initializer are overridable (IR >= 4), not inputs."""
+    backed = set(initializers)
+    return OnnxIO(
+        {i.name: _tensor(i) for i in inputs if i.name not in backed},
+        {i.name: _tensor(i) for i in inputs if i.name in backed} if ir_version >= 4 else {},
+        {o.name: _tensor(o) for o in outputs},
+    )
+
+
+# --- the checks ------------------------------------------------------------------------------
+
+
+def model_files(model: ModelContext) -> list[Path]:
+    """The ONNX file of each version folder, as the backend resolves it (a folder holds model.onnx)."""
+    name = str(model.config.default_model_filename) or "model.onnx"
+    found = []
+    for version in model.versions():
+        path = model.folder / str(version) / name
+        path = path / "model.onnx" if path.is_dir() else path
+        if path.is_file():
+            found.append(path)
+    return found
+
+
+def _shape(dims: Any) -> str:
+    return "[" + ",".join(str(int(d)) for d in dims) + "]"
+
+
+def _can_batch(io: OnnxIO) -> bool:
+    """AutoCompleteMaxBatch: every input and output has a variable first dimension."""
+    return all(t.dims and t.dims[0] == -1 for t in (*io.inputs.values(), *io.outputs.values()))
+
+
+class _Check:
+    def __init__(self, model: ModelContext) -> None:
+        self.model, self.cfg, self.name = model, model.config, model.name
+        self.reported: set[tuple[str, str]] = set()
+        self.file = ""
+
+    def report(self, rule: str, message: str, hint: str, *path: str | int) -> None:
+        if (rule, message) not in self.reported:  # several versions usually hold the same model
+            self.reported.add((rule, message))
+            self.model.report(rule, message, f"{hint} [checked against {self.file}]", *path)
+
+    def run(self) -> None:
+        cfg = self.cfg
+        written = self.model.parsed is not None and ("max_batch_size",) in self.model.parsed.positions.positions
+        autocomplete = not (len(cfg.input) + len(cfg.batch_input)) or not len(cfg.output)
+        if not autocomplete and not written:
+            message = (
+                "inputs and outputs are listed but max_batch_size is not: Triton skips the onnxruntime "
+                "auto-complete and serves the model with max_batch_size 0 (no batching)"
+            )
+            hint = "write max_batch_size: N > 0 to batch (dims then exclude the batch dimension), or 0 to say so"
+            self.model.report("O509", message, hint, "input")
+        for path in model_files(self.model):
+            self.file = path.relative_to(self.model.folder).as_posix()
+            try:
+                io = read_onnx_io(path)
+            except OnnxReadError as exc:
+                hint = "export the model again, or fix default_model_filename"
+                self.model.report_file("O501", path, f"cannot read ONNX model {self.file}: {exc.reason}", hint)
+                continue
+            batch = self.autocomplete(io, written) if autocomplete else int(cfg.max_batch_size)
+            self.compare(io, batch, autofill=autocomplete)
+
+    def autocomplete(self, io: OnnxIO, written: bool) -> int:
+        """AutoCompleteMaxBatch: the max_batch_size the backend will serve with."""
+        size, missing = int(self.cfg.max_batch_size), "inputs" if not len(self.cfg.input) else "outputs"
+        if _can_batch(io) and size == 0:
+            message = (
+                f"the config lists no {missing} and max_batch_size is {'0' if written else 'not set'}: Triton's "
+                f"onnxruntime auto-complete sets max_batch_size to {DEFAULT_MAX_BATCH_SIZE} (the server's "
+                "default-max-batch-size) and adds dynamic_batching"
+            )
+            hint = "write inputs, outputs and max_batch_size explicitly to serve what you benchmarked" + (
+                "; max_batch_size: 0 does not stop it, the backend cannot tell 0 from unset" if written else ""
+            )
+            self.report("O508", message, hint, "max_batch_size")
+            return DEFAULT_MAX_BATCH_SIZE
+        if not _can_batch(io) and size != 0:
+            message = (
+                f"autofill failed for model '{self.name}': model does not support batching while non-zero "
+                "max_batch_size is specified"
+            )
+            hint = "every model input and output needs a dynamic first dimension to batch; else max_batch_size: 0"
+            self.report("O507", message, hint, "max_batch_size")
+        return size
+
+    def compare(self, io: OnnxIO, batch: int, *, autofill: bool) -> None:
+        cfg = self.cfg
+        if len(cfg.input):
+            allowed = sorted({*io.inputs, *io.initializers})
+            for i, config_io in enumerate(cfg.input):
+                tensor = io.inputs.get(config_io.name) or io.initializers.get(config_io.name)
+                if tensor is None:
+                    message = f"unexpected inference input '{config_io.name}', allowed inputs are: {', '.join(allowed)}"
+                    self.report("O502", message, _suggest(config_io.name, allowed), "input", i, "name")
+                else:
+                    self.tensor("input", i, config_io, tensor, batch, autofill)
+            self.missing_inputs(io, batch)
+        if len(cfg.output):
+            targets = {t for b in cfg.batch_output for t in b.target_name}
+            for i, config_io in enumerate(cfg.output):
+                tensor = io.outputs.get(config_io.name)
+                if tensor is None:
+                    message = (
+                        f"unexpected inference output '{config_io.name}', allowed outputs are: "
+                        f"{', '.join(sorted(io.outputs))}"
+                    )
+                    self.report("O504", message, _suggest(config_io.name, io.outputs), "output", i, "name")
+                elif config_io.name not in targets:
+                    self.tensor("output", i, config_io, tensor, batch, autofill)
+
+    def missing_inputs(self, io: OnnxIO, batch: int) -> None:
+        """Every model input must be in the config; the backend compares counts (optional ones excluded)."""
+        cfg, seq = self.cfg, self.cfg.sequence_batching
+        covered = {i.name for i in cfg.input} | {t for b in cfg.batch_input for t in b.target_name}
+        covered |= {c.name for c in seq.control_input} | {s.input_name for s in seq.state}
+        expected = sum(not i.optional for i in cfg.input) + len(cfg.batch_input)
+        expected += len(seq.control_input) + len(seq.state)
+        count = f"unable to load model '{self.name}', configuration expects {expected} inputs, model provides "
+        count += str(len(io.inputs))
+        missing = [name for name in io.inputs if name not in covered]
+        for name in missing:
+            tensor = io.inputs[name]
+            message = f"ONNX model input '{name}' is not in the configuration"
+            message += f" ({count})" if expected != len(io.inputs) else ""
+            dims = tensor.dims[1:] if tensor.dims and batch > 0 else tensor.dims or ()
+            kind = ONNX_TO_TRITON.get(tensor.elem_type or 0, "INVALID").replace("BYTES", "STRING")
+            hint = f'add input {{ name: "{name}" data_type: TYPE_{kind} dims: {_shape(dims)} }}'
+            self.report("O503", message, hint, "input")
+        overriding = [i.name for i in cfg.input if i.name in io.initializers and not i.optional]
+        unknown = [i.name for i in cfg.input if i.name not in io.inputs and i.name not in io.initializers]
+        if not missing and not unknown and expected != len(io.inputs):  # unknown ones are O502
+            hint = "the config lists more inputs than the model requires"
+            if overriding:
+                hint = f"{', '.join(overriding)}: initializers of the model, so mark them optional: true"
+            self.report("O503", count, hint, "input")
+
+    def tensor(self, kind: str, i: int, config_io: Any, tensor: Tensor, batch: int, autofill: bool) -> None:
+        model, label = self.name, f"{kind} '{config_io.name}'"
+        if tensor.elem_type is None:
+            message = f"model {label} is not a tensor (a sequence, map or optional): the backend serves tensors only"
+            self.report("O505", message, "export the model with tensor inputs and outputs", kind, i)
+            return
+        config_type = enum_label(config_io, "data_type")
+        model_type = ONNX_TO_TRITON.get(tensor.elem_type, "INVALID")
+        if config_type not in CONFIG_TO_ONNX:
+            message = f"unsupported datatype {config_type} for {label} for model '{model}'"
+            self.report("O505", message, f"the model provides TYPE_{model_type}", kind, i, "data_type")
+        elif CONFIG_TO_ONNX[config_type] != tensor.elem_type:
+            message = (
+                f"unable to load model '{model}', configuration expects datatype {config_type} for {label}, "
+                f"model provides TYPE_{model_type}"
+            )
+            hint = f"set data_type: TYPE_{model_type.replace('BYTES', 'STRING')}"
+            self.report("O505", message, hint, kind, i, "data_type")
+        if tensor.dims is not None:
+            self.dims(kind, i, config_io, list(tensor.dims), batch, autofill)
+
+    def dims(self, kind: str, i: int, config_io: Any, shape: list[int], batch: int, autofill: bool) -> None:
+        model, name = self.name, config_io.name
+        where = (kind, i, "reshape" if config_io.HasField("reshape") else "dims")
+        dims = [int(d) for d in (config_io.reshape.shape if config_io.HasField("reshape") else config_io.dims)]
+        if kind == "input" and config_io.allow_ragged_batch:
+            if shape != [-1]:
+                message = (
+                    f"unable to load model '{model}', configuration expects model provides input with shape [-1]  "
+                    f"for ragged input '{name}', model provides {_shape(shape)}"
+                )
+                self.report("O506", message, "a ragged input must be 1-D with a dynamic size in the model", *where)
+            return
+        if not shape:
+            if any(d != 1 for d in dims):
+                message = (
+                    f"unable to load model '{model}', scalar tensor '{name}', should only provide 1 in the model "
+                    f"configuration when the model doesn't support batching. Model configuration provided: "
+                    f"{_shape(dims)}."
+                )
+                self.report("O506", message, "the model's tensor is a scalar: write dims: [ 1 ]", *where)
+            return
+        if batch > 0 and shape[0] != -1:
+            if not autofill:
+                message = (
+                    f"model '{model}', tensor '{name}': for the model to support batching the shape should have at "
+                    f"least 1 dimension and the first dimension must be -1; but shape expected by the model is "
+                    f"{_shape(shape)}"
+                )
+                hint = "set max_batch_size: 0 (and write the full shape in dims), or export a dynamic batch axis"
+                self.report("O507", message, hint, *where)
+            return
+        full = [-1, *dims] if batch > 0 else dims
+        exact = kind == "output"
+        if len(shape) == len(full) and all(m == c for m, c in zip(shape, full, strict=True) if exact or m != -1):
+            return
+        prefix = f"model '{model}', tensor '{name}': the model expects {len(shape)} dimensions (shape {_shape(shape)})"
+        if batch > 0:
+            message = (
+                f"{prefix} but the model configuration specifies {len(full)} dimensions (an initial batch dimension "
+                f"because max_batch_size > 0 followed by the explicit tensor shape, making complete shape "
+                f"{_shape(full)})"
+            )
+        else:
+            message = f"{prefix} but the model configuration specifies {len(dims)} dimensions (shape {_shape(dims)})"
+        self.report("O506", message, _dims_hint(shape, dims, batch, exact), *where)
+
+
+def _dims_hint(shape: list[int], dims: list[int], batch: int, exact: bool) -> str:
+    wanted = shape[1:] if batch > 0 else shape
+    hint = f"write dims: {_shape(wanted)}"
+    if batch == 0 and len(shape) == len(dims) + 1 and shape[0] == -1:
+        hint += " or set max_batch_size > 0: the model has a dynamic batch dimension in front"
+    elif exact:
+        hint += " (output dims are compared exactly: -1 where the model's dimension is dynamic)"
+    elif any(d == -1 for d in dims):
+        hint += " (the model fixes a dimension the config leaves as -1)"
+    return hint
+
+
+def _suggest(name: str, choices: Any) -> str:
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return f"did you mean {close[0]!r}?" if close else "fix the name to one the model has"
+
+
+def check_onnx_model(model: ModelContext) -> None:
+    if normalized(model).backend == "onnxruntime":
+        _Check(model).run()
+
+
+def check_models_without_config(repo: RepositoryContext) -> None:
+    """A model folder with no config.pbtxt and a model.onnx is auto-completed entirely."""
+    for model in repo.models.values():
+        if model.parsed is not None or model.config_path.exists():
+            continue
+        try:
+            subdirs = sorted(p.name for p in model.folder.iterdir() if p.is_dir())
+            versions = model.versions()
+        except OSError:
+            continue
+        # Triton guesses the backend from the first subfolder (a model.plan there wins)
+        first = model.folder / subdirs[0] if subdirs else None
+        if first is None or not (first / "model.onnx").exists() or (first / "model.plan").exists():
+            continue
+        for path in (model.folder / str(v) / "model.onnx" for v in versions):
+            path = path / "model.onnx" if path.is_dir() else path
+            if not path.is_file():
+                continue
+            try:
+                io = read_onnx_io(path)
+            except OnnxReadError as exc:
+                rel = path.relative_to(model.folder).as_posix()
+                model.report_file("O501", path, f"cannot read ONNX model {rel}: {exc.reason}", "export the model again")
+                return
+            if _can_batch(io):
+                message = (
+                    f"config.pbtxt is missing: Triton's onnxruntime auto-complete serves model '{model.name}' "
+                    f"with max_batch_size {DEFAULT_MAX_BATCH_SIZE} (the server's default-max-batch-size) "
+                    "and dynamic_batching"
+                )
+                hint = "write config.pbtxt with inputs, outputs and the max_batch_size you benchmarked"
+                model.report_file("O508", model.folder, message, hint)
+            break
+
+
+MODEL_CHECKS = [check_onnx_model]
+REPOSITORY_CHECKS = [check_models_without_config]
