@@ -41,6 +41,9 @@ class PositionIndex:
 
     positions: dict[Path, tuple[int, int]] = field(default_factory=dict)
     comments: dict[int, str] = field(default_factory=dict)
+    # the literal of each scalar value, strings unquoted and unescaped (map keys need it:
+    # protobuf maps keep no order, so an entry is found again by its written key)
+    literals: dict[Path, str] = field(default_factory=dict)
 
     def find(self, *path: str | int) -> tuple[int, int]:
         """Position of ``path``, else of its nearest recorded ancestor, else (1, 1)."""
@@ -53,6 +56,23 @@ class PositionIndex:
 
     def line(self, *path: str | int) -> int:
         return self.find(*path)[0]
+
+    def map_entries(self, *prefix: str | int) -> list[tuple[int, str, str]]:
+        """``(index, key, value)`` of each entry of the map field at ``prefix``, in text order."""
+        entries: list[tuple[int, str, str]] = []
+        while (*prefix, len(entries)) in self.positions:
+            index = len(entries)
+            key = self.literals.get((*prefix, index, "key", 0), "")
+            entries.append((index, key, self.literals.get((*prefix, index, "value", 0), "")))
+        return entries
+
+    def map_entry(self, *prefix: str | int, key: str | None = None, value: str | None = None) -> Path:
+        """Path of the map entry with ``key`` (the last one: protobuf keeps the last) or with
+        ``value`` (the first one); ``prefix`` itself when there is none."""
+        hits = [i for i, k, v in self.map_entries(*prefix) if key in (None, k) and value in (None, v)]
+        if not hits:
+            return tuple(prefix)
+        return (*prefix, hits[-1] if key is not None else hits[0])
 
 
 def _tokenize(text: str) -> tuple[list[_Tok], dict[int, str]]:
@@ -83,6 +103,7 @@ class _Scanner:
         self.tokens = tokens
         self.i = 0
         self.positions: dict[Path, tuple[int, int]] = {}
+        self.literals: dict[Path, str] = {}
 
     def peek(self) -> _Tok | None:
         return self.tokens[self.i] if self.i < len(self.tokens) else None
@@ -124,12 +145,18 @@ class _Scanner:
         tok = self.take()
         if tok is None:
             return
-        self.positions.setdefault((*prefix, name, index), (tok.line, tok.col))
+        path = (*prefix, name, index)
+        self.positions.setdefault(path, (tok.line, tok.col))
         if tok.text in "{<":
-            self.message((*prefix, name, index), "}" if tok.text == "{" else ">")
+            self.message(path, "}" if tok.text == "{" else ">")
         elif tok.kind == "string":  # adjacent strings concatenate
+            parts = [_unquote(tok.text)]
             while (nxt := self.peek()) is not None and nxt.kind == "string":
+                parts.append(_unquote(nxt.text))
                 self.take()
+            self.literals[path] = "".join(parts)
+        else:
+            self.literals[path] = tok.text
 
     def _list(self, prefix: Path, name: str, counts: dict[str, int]) -> None:
         while (tok := self.peek()) is not None:
@@ -144,9 +171,21 @@ class _Scanner:
             self._value(prefix, name, index)
 
 
+def _unquote(literal: str) -> str:
+    inner = literal[1:-1]
+    if "\\" not in inner:
+        return inner
+    from google.protobuf import text_encoding
+
+    try:
+        return text_encoding.CUnescape(inner).decode("utf-8", "replace")
+    except ValueError:
+        return inner
+
+
 def index_positions(text: str) -> PositionIndex:
-    """Index the field positions and comments of config text that protobuf accepted."""
+    """Index the field positions, literals and comments of config text that protobuf accepted."""
     tokens, comments = _tokenize(text)
     scanner = _Scanner(tokens)
     scanner.message((), None)
-    return PositionIndex(scanner.positions, comments)
+    return PositionIndex(scanner.positions, comments, scanner.literals)

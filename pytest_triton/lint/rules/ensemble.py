@@ -10,8 +10,6 @@ backend on an ensemble and ensemble_scheduling on another platform are schema ru
 
 from __future__ import annotations
 
-import functools
-import re
 from collections import deque
 from dataclasses import dataclass
 from dataclasses import field
@@ -48,56 +46,13 @@ catalog.register(
 ENSEMBLE_PLATFORM = "ensemble"
 STEP = ("ensemble_scheduling", 0, "step")
 Path = tuple[str | int, ...]
-_STRING = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'""")
-
-
-# --- map entries read back from the text (protobuf maps keep neither order nor position) ------
-
-
-@functools.lru_cache(maxsize=64)
-def _lines(text: str) -> list[str]:
-    return text.split("\n")
-
-
-def string_at(model: ModelContext, *path: str | int) -> str | None:
-    """The string literal written at ``path``, a value position such as ``(..., "key", 0)``."""
-    if model.parsed is None or path not in model.parsed.positions.positions:
-        return None
-    line, col = model.parsed.positions.positions[path]
-    lines = _lines(model.parsed.text)
-    match = _STRING.match(lines[line - 1], max(col - 1, 0)) if 1 <= line <= len(lines) else None
-    if match is None:
-        return None
-    inner = match.group()[1:-1]
-    if "\\" not in inner:
-        return inner
-    from google.protobuf import text_encoding
-
-    try:
-        return str(text_encoding.CUnescape(inner).decode("utf-8", "replace"))
-    except Exception:
-        return inner
-
-
-def map_entries(model: ModelContext, *prefix: str | int) -> list[tuple[int, str, str]]:
-    """``(index, key, value)`` of each entry of the map field at ``prefix``, in text order."""
-    if model.parsed is None:
-        return []
-    positions = model.parsed.positions.positions
-    entries: list[tuple[int, str, str]] = []
-    while (*prefix, len(entries)) in positions:
-        index = len(entries)
-        key = string_at(model, *prefix, index, "key", 0) or ""
-        entries.append((index, key, string_at(model, *prefix, index, "value", 0) or ""))
-    return entries
 
 
 def entry_path(model: ModelContext, prefix: Path, *, key: str | None = None, value: str | None = None) -> Path:
-    """The map entry with ``key`` (the last such: protobuf keeps the last) or ``value`` (the first)."""
-    hits = [i for i, k, v in map_entries(model, *prefix) if key in (None, k) and value in (None, v)]
-    if not hits:
+    """The map entry with ``key`` (the last such) or ``value`` (the first), for positions."""
+    if model.parsed is None:
         return prefix
-    return (*prefix, hits[-1] if key is not None else hits[0])
+    return model.parsed.positions.map_entry(*prefix, key=key, value=value)
 
 
 # --- config-level checks (ValidateEnsembleSchedulingConfig) --------------------------------------

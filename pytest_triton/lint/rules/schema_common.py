@@ -9,7 +9,6 @@ Triton stops at its first error; the linter reports every problem at once.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,25 +149,12 @@ def first_present(model: ModelContext, *paths: tuple[str | int, ...]) -> tuple[s
     return paths[-1]
 
 
-_MAP_KEY = re.compile(r'\s*(-?\d+|"(?:[^"\\]|\\.)*")')
-
-
 def map_entry_index(model: ModelContext, prefix: tuple[str | int, ...], key: int | str) -> int | None:
     """Position (in the file) of the map entry whose key is ``key``; protobuf maps keep no order."""
     if model.parsed is None:
         return None
-    positions = model.parsed.positions.positions
-    lines = model.parsed.text.splitlines()
-    wanted = f'"{key}"' if isinstance(key, str) else str(key)
-    index = 0
-    while (*prefix, index) in positions:
-        where = positions.get((*prefix, index, "key", 0))
-        if where is not None and 1 <= where[0] <= len(lines):
-            match = _MAP_KEY.match(lines[where[0] - 1], where[1] - 1)
-            if match is not None and match.group(1) == wanted:
-                return index
-        index += 1
-    return None
+    path = model.parsed.positions.map_entry(*prefix, key=str(key))
+    return int(path[-1]) if len(path) > len(prefix) else None
 
 
 @dataclass(frozen=True)

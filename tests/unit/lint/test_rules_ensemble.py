@@ -13,11 +13,7 @@ import pytest
 
 from pytest_triton.config import parse_config
 from pytest_triton.lint import lint_path
-from pytest_triton.lint.context import ModelContext
-from pytest_triton.lint.context import Reporter
 from pytest_triton.lint.rules import catalog
-from pytest_triton.lint.rules.ensemble import map_entries
-from pytest_triton.lint.rules.ensemble import string_at
 from tests.unit.lint.helpers import write_model
 
 MARK = "# <-"
@@ -370,7 +366,8 @@ def test_map_entries_read_keys_and_values_in_text_order(tmp_path: Path) -> None:
         '      input_map [ { key: "k\\"1" value: \'v1\' }, { value: "v2" key: "k2" } ]\n'
         '      output_map { key: "OUTPUT0" value: "mid" } }'
     )
-    model = ModelContext(tmp_path, parse_config(ensemble([first, B])), Reporter())
+    positions = parse_config(ensemble([first, B])).positions
     prefix = ("ensemble_scheduling", 0, "step", 0, "input_map")
-    assert map_entries(model, *prefix) == [(0, 'k"1', "v1"), (1, "k2", "v2")]
-    assert string_at(model, "no", "such", 0) is None
+    assert positions.map_entries(*prefix) == [(0, 'k"1', "v1"), (1, "k2", "v2")]
+    assert positions.map_entry(*prefix, key="k2") == (*prefix, 1)
+    assert positions.map_entries("no", "such") == []
