@@ -1,0 +1,85 @@
+"""Latency benchmarking of Triton models: sampling, statistics, server split, budgets and reports.
+
+Import the pieces from here; :mod:`pytest_triton.bench.session` (the pytest-facing :class:`TritonBench`) and
+:mod:`pytest_triton.bench.benchmark` (pytest-benchmark integration) are imported on their own.
+"""
+
+from __future__ import annotations
+
+from pytest_triton.bench.budgets import Budget
+from pytest_triton.bench.budgets import BudgetFile
+from pytest_triton.bench.budgets import Check
+from pytest_triton.bench.budgets import Verdict
+from pytest_triton.bench.budgets import evaluate
+from pytest_triton.bench.budgets import load_budgets
+from pytest_triton.bench.budgets import parse_budgets
+from pytest_triton.bench.report import table_lines
+from pytest_triton.bench.report import to_json
+from pytest_triton.bench.report import to_markdown
+from pytest_triton.bench.report import to_svg
+from pytest_triton.bench.report import write_report
+from pytest_triton.bench.results import VariantResult
+from pytest_triton.bench.results import assert_within_budget
+from pytest_triton.bench.results import build_result
+from pytest_triton.bench.sampling import Measurement
+from pytest_triton.bench.sampling import WarmupRecord
+from pytest_triton.bench.sampling import Window
+from pytest_triton.bench.sampling import WindowPolicy
+from pytest_triton.bench.sampling import measure
+from pytest_triton.bench.sampling import warm_up
+from pytest_triton.bench.sampling import warm_up_shapes
+from pytest_triton.bench.server_stats import PhaseSplit
+from pytest_triton.bench.server_stats import ServerSplit
+from pytest_triton.bench.server_stats import StatsWindow
+from pytest_triton.bench.server_stats import composing_models
+from pytest_triton.bench.server_stats import fetch_metrics
+from pytest_triton.bench.server_stats import fetch_statistics
+from pytest_triton.bench.server_stats import metrics_delta
+from pytest_triton.bench.server_stats import parse_metrics
+from pytest_triton.bench.server_stats import parse_statistics
+from pytest_triton.bench.server_stats import stats_delta
+from pytest_triton.bench.stats import PERCENTILES
+from pytest_triton.bench.stats import LatencyStats
+from pytest_triton.bench.stats import nearest_rank
+from pytest_triton.bench.stats import summarize
+from pytest_triton.bench.stats import throughput
+
+__all__ = [
+    "PERCENTILES",
+    "Budget",
+    "BudgetFile",
+    "Check",
+    "LatencyStats",
+    "Measurement",
+    "PhaseSplit",
+    "ServerSplit",
+    "StatsWindow",
+    "VariantResult",
+    "Verdict",
+    "WarmupRecord",
+    "Window",
+    "WindowPolicy",
+    "assert_within_budget",
+    "build_result",
+    "composing_models",
+    "evaluate",
+    "fetch_metrics",
+    "fetch_statistics",
+    "load_budgets",
+    "measure",
+    "metrics_delta",
+    "nearest_rank",
+    "parse_budgets",
+    "parse_metrics",
+    "parse_statistics",
+    "stats_delta",
+    "summarize",
+    "table_lines",
+    "throughput",
+    "to_json",
+    "to_markdown",
+    "to_svg",
+    "warm_up",
+    "warm_up_shapes",
+    "write_report",
+]

@@ -1,0 +1,308 @@
+"""Latency budgets: a TOML file keyed by hardware, then variant, and the verdict of a measurement against one.
+
+::
+
+    [nvidia-a10g]                      # a hardware key, as pytest_triton.hardware.hardware_key() spells it
+    source = "seed 002, ml.g5.xlarge"  # where the numbers come from (required here or per variant)
+    tolerance = 0.10                   # optional, default 0.10; a variant may override it
+    batch_size = 1                     # optional: the batch size the percentiles were measured at (default 1)
+    throughput_batch_size = 8          # optional: the batch size of samples_per_s (default 8)
+
+    [nvidia-a10g.triton-ort-gpu]       # a variant
+    p50_ms = 27.3                      # any of p50_ms, p90_ms, p95_ms, p99_ms: maximums
+    p99_ms = 28.6
+    samples_per_s = 57                 # a minimum
+
+A percentile above ``budget * (1 + tolerance)`` fails; throughput below ``budget * (1 - tolerance)`` fails.
+A hardware key (or a variant) that the file does not have means *measure and report, do not assert*: the verdict
+is ``report-only``. Every value is validated on load; a bad one raises :class:`ConfigError` naming the file, the
+line, the key path (``nvidia-a10g.triton-ort-gpu.p99_ms``) and the value.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from typing import Literal
+from typing import final
+
+from pytest_triton.bench.stats import PERCENTILES
+from pytest_triton.bench.stats import LatencyStats
+from pytest_triton.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = ["Budget", "BudgetFile", "Check", "Verdict", "VerdictStatus", "evaluate", "load_budgets", "parse_budgets"]
+
+DEFAULT_TOLERANCE = 0.10
+_LIMITS = tuple(f"p{p}_ms" for p in PERCENTILES)
+_SHARED_KEYS = {"source", "tolerance", "batch_size", "throughput_batch_size", "notes"}
+_VARIANT_KEYS = {*_LIMITS, "samples_per_s", *_SHARED_KEYS}
+
+VerdictStatus = Literal["pass", "fail", "unstable", "report-only", "skipped"]
+
+
+@final
+@dataclass(frozen=True)
+class Budget:
+    """The limits of one variant on one hardware; a limit left out is not checked."""
+
+    hardware: str
+    variant: str
+    source: str
+    tolerance: float = DEFAULT_TOLERANCE
+    p50_ms: float | None = None
+    p90_ms: float | None = None
+    p95_ms: float | None = None
+    p99_ms: float | None = None
+    samples_per_s: float | None = None
+    batch_size: int = 1
+    throughput_batch_size: int = 8
+    notes: str = ""
+
+    def percentile_limits(self) -> dict[int, float]:
+        return {p: v for p in PERCENTILES if (v := getattr(self, f"p{p}_ms")) is not None}
+
+    def describe(self) -> str:
+        """Compact text for a table cell: ``p50≤15.4 p99≤17.4 ms ≥185/s ±10%``."""
+        parts = [f"p{p}≤{v:g}" for p, v in self.percentile_limits().items()]
+        text = " ".join(parts) + (" ms" if parts else "")
+        if self.samples_per_s is not None:
+            text += f" ≥{self.samples_per_s:g}/s"
+        return f"{text.strip()} ±{self.tolerance:.0%}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+
+
+@final
+@dataclass(frozen=True)
+class BudgetFile:
+    """Every budget of a file: ``budgets[hardware][variant]``."""
+
+    path: Path | None
+    budgets: Mapping[str, Mapping[str, Budget]]
+
+    def lookup(self, hardware: str, variant: str) -> Budget | None:
+        return self.budgets.get(hardware, {}).get(variant)
+
+    def missing_reason(self, hardware: str, variant: str) -> str:
+        """Why :meth:`lookup` found nothing, for a report-only verdict."""
+        where = str(self.path) if self.path else "the budget file"
+        if hardware not in self.budgets:
+            known = ", ".join(sorted(self.budgets)) or "none"
+            return f"no budgets for hardware {hardware!r} in {where} (it has: {known}): measured and reported only"
+        known = ", ".join(sorted(self.budgets[hardware])) or "none"
+        return f"no budget for variant {variant!r} under {hardware!r} in {where} (it has: {known}): reported only"
+
+
+class _Validator:
+    def __init__(self, path: str, text: str) -> None:
+        self.path = path
+        self.lines = text.splitlines()
+
+    def line_of(self, table: tuple[str, ...], key: str | None) -> int:
+        """Best effort: the line of ``key`` inside ``[table]`` (or of the table header); 0 when not found."""
+        if not table:
+            for i, line in enumerate(self.lines):
+                if line.lstrip().startswith("["):
+                    break
+                if key is not None and re.match(rf"^\s*\"?{re.escape(key)}\"?\s*=", line):
+                    return i + 1
+            return 0
+        header = re.compile(
+            r"^\s*\[\s*" + r"\s*\.\s*".join(rf"(\"{re.escape(t)}\"|{re.escape(t)})" for t in table) + r"\s*\]"
+        )
+        start = next((i for i, line in enumerate(self.lines) if header.match(line)), None)
+        if start is None:
+            return 0
+        if key is None:
+            return start + 1
+        for i in range(start + 1, len(self.lines)):
+            if self.lines[i].lstrip().startswith("["):
+                break
+            if re.match(rf"^\s*\"?{re.escape(key)}\"?\s*=", self.lines[i]):
+                return i + 1
+        return start + 1
+
+    def fail(self, table: tuple[str, ...], key: str | None, message: str) -> ConfigError:
+        return ConfigError(message, path=self.path, line=self.line_of(table, key))
+
+    def number(self, table: tuple[str, ...], key: str, value: Any, what: str) -> float:
+        dotted = ".".join((*table, key))
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
+            raise self.fail(table, key, f"{dotted}={value!r}: expected {what}")
+        return float(value)
+
+    def shared(self, table: tuple[str, ...], data: Mapping[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+        out = dict(base)
+        for key in _SHARED_KEYS & data.keys():
+            value = data[key]
+            dotted = ".".join((*table, key))
+            if key in ("source", "notes"):
+                if not isinstance(value, str) or (key == "source" and not value.strip()):
+                    raise self.fail(table, key, f"{dotted}={value!r}: expected a non-empty string")
+                out[key] = value
+            elif key == "tolerance":
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+                    raise self.fail(
+                        table, key, f"{dotted}={value!r}: expected a fraction 0 <= tolerance < 1 (0.1 = 10%)"
+                    )
+                out[key] = float(value)
+            else:
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    raise self.fail(table, key, f"{dotted}={value!r}: expected a batch size >= 1")
+                out[key] = value
+        return out
+
+    def variant(self, hardware: str, name: str, data: Any, base: dict[str, Any]) -> Budget:
+        table = (hardware, name)
+        if not isinstance(data, dict):
+            raise self.fail((hardware,), name, f"{hardware}.{name}={data!r}: expected a table of limits")
+        for key in data:
+            if key not in _VARIANT_KEYS:
+                allowed = ", ".join(sorted(_VARIANT_KEYS))
+                raise self.fail(table, key, f"{hardware}.{name}.{key}: unknown key; allowed keys: {allowed}")
+        fields = self.shared(table, data, base)
+        for key in (*_LIMITS, "samples_per_s"):
+            if key in data:
+                what = "a number of samples per second > 0" if key == "samples_per_s" else "milliseconds > 0"
+                fields[key] = self.number(table, key, data[key], what)
+        if not fields.get("source"):
+            raise self.fail(table, None, f"{hardware}.{name}: no source; say where the numbers come from")
+        limits = [(k, fields[k]) for k in _LIMITS if k in fields]
+        for (k1, v1), (k2, v2) in itertools.pairwise(limits):
+            if v1 > v2:
+                raise self.fail(table, k2, f"{hardware}.{name}.{k2}={v2!r} is below {k1}={v1!r}: percentiles must rise")
+        return Budget(hardware=hardware, variant=name, **fields)
+
+
+def parse_budgets(text: str, path: str | Path | None = None) -> BudgetFile:
+    """Parse and validate budget TOML ``text`` (``path`` only names it in errors)."""
+    where = str(path) if path is not None else "<budgets>"
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        match = re.search(r"at line (\d+), column (\d+)", str(exc))
+        line, col = (int(match.group(1)), int(match.group(2))) if match else (0, 0)
+        raise ConfigError(f"not valid TOML: {exc}", path=where, line=line, col=col) from exc
+    check = _Validator(where, text)
+    budgets: dict[str, dict[str, Budget]] = {}
+    for hardware, table in data.items():
+        if not isinstance(table, dict):
+            raise check.fail((), hardware, f"{hardware}={table!r}: expected a [hardware] table of variants")
+        base = check.shared((hardware,), table, {"tolerance": DEFAULT_TOLERANCE})
+        budgets[hardware] = {}
+        for name, value in table.items():
+            if name in _SHARED_KEYS:
+                continue
+            if not isinstance(value, dict):
+                allowed = ", ".join(sorted(_SHARED_KEYS))
+                raise check.fail(
+                    (hardware,), name, f"{hardware}.{name}={value!r}: not a variant table nor one of {allowed}"
+                )
+            budgets[hardware][name] = check.variant(hardware, name, value, base)
+    return BudgetFile(Path(path) if path is not None else None, budgets)
+
+
+def load_budgets(path: str | Path) -> BudgetFile:
+    """Load a budget file; a missing file is a ConfigError naming it."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the budget file: {exc.strerror or exc}", path=str(file)) from exc
+    return parse_budgets(text, file)
+
+
+# -- verdicts -------------------------------------------------------------------------------------------------
+
+
+@final
+@dataclass(frozen=True)
+class Check:
+    """One limit against its measurement; ``ok`` is None when that figure was not measured."""
+
+    metric: str
+    limit: float
+    allowed: float
+    measured: float | None
+    ok: bool | None
+
+    def describe(self) -> str:
+        unit = "/s" if self.metric == "samples_per_s" else " ms"
+        if self.measured is None:
+            return f"{self.metric} not measured (budget {self.limit:g}{unit})"
+        sign = ("≥" if self.ok else "<") if self.metric == "samples_per_s" else ("≤" if self.ok else ">")
+        return f"{self.metric} {self.measured:.2f}{unit} {sign} {self.allowed:.2f}{unit}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+
+
+@final
+@dataclass(frozen=True)
+class Verdict:
+    """``pass``, ``fail``, ``unstable`` (limits met but the measurement never settled), ``report-only`` or
+    ``skipped``; ``reason`` says why in a line."""
+
+    status: VerdictStatus
+    reason: str
+    checks: tuple[Check, ...] = ()
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("fail", "unstable")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "reason": self.reason, "checks": [c.as_dict() for c in self.checks]}
+
+
+def evaluate(
+    budget: Budget | None,
+    latency: LatencyStats | None,
+    throughput: LatencyStats | None = None,
+    *,
+    stable: bool = True,
+    missing_reason: str = "no budget: measured and reported only",
+) -> Verdict:
+    """Hold ``latency`` (percentiles) and ``throughput`` (samples/s) to ``budget``.
+
+    Percentiles are checked on the measurement taken at ``budget.batch_size``, samples/s on the one taken at
+    ``budget.throughput_batch_size`` (either argument may be that one); a limit with no such measurement is
+    listed as not measured, never as passed.
+    """
+    if budget is None:
+        return Verdict("report-only", missing_reason)
+    runs = [s for s in (latency, throughput) if s is not None]
+    at_latency = next((s for s in runs if s.batch_size == budget.batch_size), None)
+    at_rate = next((s for s in runs if s.batch_size == budget.throughput_batch_size), None)
+    checks: list[Check] = []
+    for p, limit in budget.percentile_limits().items():
+        allowed = limit * (1 + budget.tolerance)
+        measured = at_latency.percentile_ms(p) if at_latency else None
+        checks.append(Check(f"p{p}_ms", limit, allowed, measured, None if measured is None else measured <= allowed))
+    if budget.samples_per_s is not None:
+        allowed = budget.samples_per_s * (1 - budget.tolerance)
+        rate = at_rate.samples_per_s if at_rate else None
+        checks.append(
+            Check("samples_per_s", budget.samples_per_s, allowed, rate, None if rate is None else rate >= allowed)
+        )
+    failed = [c for c in checks if c.ok is False]
+    unmeasured = [c for c in checks if c.ok is None]
+    text = "; ".join(c.describe() for c in failed or checks)
+    if failed:
+        return Verdict("fail", text, tuple(checks))
+    if not stable:
+        return Verdict("unstable", f"within budget but the measurement did not stabilize; {text}", tuple(checks))
+    if unmeasured and len(unmeasured) == len(checks):
+        return Verdict("report-only", f"nothing measured at the budget's batch sizes; {text}", tuple(checks))
+    return Verdict("pass", text, tuple(checks))
