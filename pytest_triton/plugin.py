@@ -17,6 +17,7 @@ from pytest_triton.lint_items import collect_lint_items
 from pytest_triton.lint_items import lint_targets_from_config
 
 if TYPE_CHECKING:
+    from pytest_triton.bench.session import TritonBench
     from pytest_triton.client.triton import TritonClients
     from pytest_triton.fixtures import TritonServerFactory
     from pytest_triton.repository.builder import RepositoryBuilder
@@ -54,6 +55,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         help="Lint this repository, model folder or model.tar.gz as test items (repeatable)",
     )
+    group.addoption(
+        "--triton-budgets",
+        metavar="FILE",
+        default=None,
+        help="Latency budget file (default: ini triton_budgets, model_repos/budgets.toml)",
+    )
+    group.addoption(
+        "--triton-report", metavar="PATH", default=None, help="Write the latency report to PATH.json, PATH.md, PATH.svg"
+    )
+    group.addoption(
+        "--triton-hardware",
+        metavar="NAME",
+        default=None,
+        help="Budget hardware key to use instead of this machine's (e.g. nvidia-a10g)",
+    )
+    parser.addini("triton_budgets", "Latency budget file", default="model_repos/budgets.toml")
     parser.addini("triton_lint_paths", "Paths linted as test items (like --triton-lint)", type="paths", default=[])
     parser.addini("triton_repository", "Model repository served by the triton_server fixture", default="")
     parser.addini("triton_launcher", "Default launcher: local or url", default="local")
@@ -71,6 +88,26 @@ def pytest_configure(config: pytest.Config) -> None:
             require_gpu()
         except PytestTritonError as exc:
             raise pytest.UsageError(str(exc)) from exc
+    if config.getoption("triton_budgets"):  # a named budget file is checked before any test runs
+        from pytest_triton.errors import ConfigError
+
+        try:
+            _bench(config)
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from exc
+
+
+def _bench(config: pytest.Config) -> TritonBench:
+    from pytest_triton.bench.session import BENCH_KEY
+    from pytest_triton.bench.session import TritonBench
+
+    if BENCH_KEY not in config.stash:
+        named = config.getoption("triton_budgets")
+        path = named or str(config.rootpath / str(config.getini("triton_budgets")))
+        config.stash[BENCH_KEY] = TritonBench.from_options(
+            path, config.getoption("triton_hardware"), required=named is not None
+        )
+    return config.stash[BENCH_KEY]
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -127,6 +164,12 @@ def triton_client(triton_server: TritonLauncher) -> TritonClients:
     return TritonClients.connect(triton_server)
 
 
+@pytest.fixture(scope="session")
+def triton_bench(request: pytest.FixtureRequest) -> TritonBench:
+    """The session's latency bench: measures variants against this machine's budgets and keeps the report."""
+    return _bench(request.config)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
@@ -140,6 +183,7 @@ def pytest_runtest_makereport(
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    from pytest_triton.bench.session import BENCH_KEY
     from pytest_triton.fixtures import summary_lines
 
     lines = summary_lines(config)
@@ -147,3 +191,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         terminalreporter.section("triton")
         for line in lines:
             terminalreporter.write_line(line)
+    bench = config.stash.get(BENCH_KEY, None)
+    if bench is None or not bench.results:
+        return
+    terminalreporter.section("triton latency")
+    for line in bench.summary_lines():
+        terminalreporter.write_line(line)
+    report = config.getoption("triton_report")
+    if report:
+        for path in bench.write_report(report):
+            terminalreporter.write_line(f"report written: {path}")
