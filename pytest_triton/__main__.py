@@ -24,6 +24,22 @@ def _lint_main(args: argparse.Namespace) -> int:
     return 1 if has_errors(findings) else 0
 
 
+def _rules_main(args: argparse.Namespace) -> int:
+    from pytest_triton.lint.rules import load_rule_modules
+    from pytest_triton.lint.rules.catalog import RULES
+
+    load_rule_modules()  # each family registers its ids on import
+    rules = sorted(RULES.values(), key=lambda r: r.id)
+    if args.format == "markdown":
+        print("| rule | severity | what it finds |\n|---|---|---|")
+        for rule in rules:
+            print(f"| {rule.id} | {rule.severity} | {rule.title} |")
+    else:
+        for rule in rules:
+            print(f"{rule.id}  {rule.severity:<7}  {rule.title}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m pytest_triton", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -35,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="Check that SAGEMAKER_TRITON_DEFAULT_MODEL_NAME=NAME names a model folder",
     )
+    rules = commands.add_parser("rules", help="List every lint rule id with its severity and title")
+    rules.add_argument("--format", choices=("text", "markdown"), default="text", help="Output format")
     commands.add_parser("serve", help="Serve a repository on Triton; prints one JSON line once ready", add_help=False)
     return parser
 
@@ -46,8 +64,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return int(serve_main(argv[1:]))
     args = build_parser().parse_args(argv)
+    if args.command == "rules":
+        return _rules_main(args)
     return _lint_main(args)
 
 
+def _run() -> int:
+    try:
+        return main()
+    except BrokenPipeError:  # output piped into head(1) and the like
+        sys.stderr.close()
+        return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_run())

@@ -38,3 +38,11 @@ def test_lint_clean_example_exits_0() -> None:
 def test_usage_error_exits_2() -> None:
     assert run_cli("lint").returncode == 2
     assert run_cli("lint", "--format", "yaml", "x").returncode == 2
+
+
+def test_rules_lists_every_family_with_unique_ids() -> None:
+    result = run_cli("rules")
+    assert result.returncode == 0
+    ids = [line.split()[0] for line in result.stdout.splitlines()]
+    assert len(ids) == len(set(ids)) > 100
+    assert {rule[0] for rule in ids} == {"A", "C", "D", "E", "L", "O", "S", "X"}
