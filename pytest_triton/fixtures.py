@@ -112,9 +112,7 @@ class TritonServerFactory:
         staged = self.staging / f"repo-{self._count}-{source.name}"
         adapted = stage_repository(source, staged, backends=binary.backends, has_gpu=self.gpu)
         self.state.adapted.extend(adapted)
-        server = LocalLauncher(
-            staged, models=models, binary=self.binary, gpu=self.gpu, startup_timeout=self.startup_timeout
-        )
+        server = LocalLauncher(staged, models=models, binary=binary, gpu=self.gpu, startup_timeout=self.startup_timeout)
         self.state.servers.append(server)
         server.start()
         return server

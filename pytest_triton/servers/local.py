@@ -1,0 +1,446 @@
+"""The local launcher: a ``tritonserver`` process on 127.0.0.1 (the user's, an NGC one, or nvidia-pytriton's).
+
+Command line (ports reserved by :mod:`pytest_triton.servers.ports`)::
+
+    tritonserver --model-repository REPO --model-control-mode=explicit --load-model M1 --load-model M2
+      --exit-on-error=false --strict-readiness=true --exit-timeout-secs 0
+      --http-address 127.0.0.1 --http-port P1 --grpc-address 127.0.0.1 --grpc-port P2
+      --metrics-address 127.0.0.1 --metrics-port P3
+      [--allow-sagemaker=true --sagemaker-port P4] [--backend-directory DIR] [--cache-directory DIR]
+      --backend-config=python,shm-region-prefix-name=pytest_triton_PID_TOKEN_
+      [--disable-auto-complete-config] [EXTRA_ARGS...]
+
+``--exit-on-error=false`` keeps the server up when a model fails, so every failure can be read from the
+repository index (state and reason per model) instead of only the first one from a dying process.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+import weakref
+from collections.abc import Mapping
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import final
+
+from pytest_triton.errors import ModelLoadError
+from pytest_triton.errors import ServerError
+from pytest_triton.errors import ServerStartError
+from pytest_triton.servers.base import LOCALHOST
+from pytest_triton.servers.base import ServerUrls
+from pytest_triton.servers.binary import TritonBinary
+from pytest_triton.servers.binary import find_tritonserver
+from pytest_triton.servers.binary import gpu_visible
+from pytest_triton.servers.logs import LogFile
+from pytest_triton.servers.logs import last_error
+from pytest_triton.servers.logs import loaded_models
+from pytest_triton.servers.logs import model_failure_reason
+from pytest_triton.servers.logs import server_error
+from pytest_triton.servers.ports import PortReservation
+from pytest_triton.servers.ports import reserve_ports
+from pytest_triton.servers.process import remove_shm
+from pytest_triton.servers.process import shm_prefix
+from pytest_triton.servers.process import spawn
+from pytest_triton.servers.process import stop_process_group
+from pytest_triton.servers.process import sweep_stale_shm
+from pytest_triton.servers.rest import IndexEntry
+from pytest_triton.servers.rest import TritonRest
+from pytest_triton.servers.wait import Poll
+from pytest_triton.servers.wait import ProgressCallback
+from pytest_triton.servers.wait import stderr_progress
+from pytest_triton.servers.wait import wait_models_ready
+from pytest_triton.servers.wait import wait_until
+
+if TYPE_CHECKING:
+    from typing import Self
+
+_NO_GPU_HINT = (
+    "gpu=True but no GPU is visible (no /dev/nvidia0, `nvidia-smi -L` lists none, or CUDA_VISIBLE_DEVICES "
+    "hides them); run on a GPU machine (in a container: --gpus all), check the NVIDIA driver with "
+    "`nvidia-smi`, or run without --gpu"
+)
+
+
+_PORT_IN_USE = re.compile(r"failed to start \w+ service: .*already in use")
+
+
+class _PortInUse(Exception):
+    """Triton could not bind one of its ports: retry with new ones."""
+
+
+def repository_models(repository: Path) -> list[str]:
+    """The model folders of a repository: its subfolders, hidden ones and ``__pycache__`` left out."""
+    return sorted(
+        p.name for p in repository.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != "__pycache__"
+    )
+
+
+@final
+class LocalLauncher:
+    """A ``tritonserver`` process serving ``repository`` on 127.0.0.1, stopped with everything it started.
+
+    ``models`` (None: every model folder) are loaded at startup with ``--model-control-mode=explicit``;
+    ``start()`` returns once all of them are ready and raises :class:`ModelLoadError` with Triton's reason
+    for each one that failed. ``binary`` is a path or a :class:`TritonBinary` (None: see
+    :func:`find_tritonserver`). ``sagemaker=True`` adds the SageMaker frontend on its own port (it binds
+    0.0.0.0: Triton 2.51 has no address flag for it). ``auto_complete_config=False`` passes
+    ``--disable-auto-complete-config``: python models then load about 1.3 s faster, but every config must be
+    complete. ``exit_timeout`` is Triton's ``--exit-timeout-secs``: 0 stops in about a second without the
+    models' ``finalize()``; a few seconds lets python models finalize (stop takes ~3 s then).
+    """
+
+    def __init__(
+        self,
+        repository: str | os.PathLike[str],
+        *,
+        models: Sequence[str] | None = None,
+        binary: str | os.PathLike[str] | TritonBinary | None = None,
+        gpu: bool = False,
+        startup_timeout: float = 60.0,
+        extra_args: Sequence[str] = (),
+        sagemaker: bool = False,
+        auto_complete_config: bool = True,
+        exit_timeout: int = 0,
+        stop_timeout: float = 10.0,
+        port_retries: int = 3,
+        env: Mapping[str, str] | None = None,
+        progress: ProgressCallback | None = stderr_progress,
+    ) -> None:
+        self.repository = Path(repository).absolute()
+        self.models: list[str] | None = None if models is None else list(models)
+        self.gpu = gpu
+        self.startup_timeout = startup_timeout
+        self.extra_args = list(extra_args)
+        self.sagemaker = sagemaker
+        self.auto_complete_config = auto_complete_config
+        self.exit_timeout = exit_timeout
+        self.stop_timeout = stop_timeout
+        self.port_retries = port_retries
+        self.progress = progress
+        self.env = dict(env or {})
+        self._binary_arg = binary
+        self._binary: TritonBinary | None = binary if isinstance(binary, TritonBinary) else None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._ports: PortReservation | None = None
+        self._urls: ServerUrls | None = None
+        self._log: LogFile | None = None
+        self._workdir: Path | None = None
+        self._shm_prefix = ""
+        self._has_gpu: bool | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        self.command: list[str] = []
+
+    # -- configuration ---------------------------------------------------------------------------------
+
+    @property
+    def binary(self) -> TritonBinary:
+        """The tritonserver binary this launcher runs (found on first use)."""
+        if self._binary is None:
+            arg = self._binary_arg
+            self._binary = find_tritonserver(None if isinstance(arg, TritonBinary) else arg)
+        return self._binary
+
+    @property
+    def backends(self) -> frozenset[str]:
+        """The backends of the binary's backend folder, e.g. ``{"python"}`` for nvidia-pytriton's."""
+        return self.binary.backends
+
+    @property
+    def has_gpu(self) -> bool:
+        """Whether a GPU is visible to the server."""
+        if self._has_gpu is None:
+            self._has_gpu = gpu_visible()
+        return self._has_gpu
+
+    @property
+    def urls(self) -> ServerUrls:
+        """The server's endpoints; raises ServerError before start()."""
+        if self._urls is None:
+            raise ServerError("LocalLauncher is not started; call start() first")
+        return self._urls
+
+    @property
+    def pid(self) -> int | None:
+        """The tritonserver process id (None before start)."""
+        return None if self._proc is None else self._proc.pid
+
+    @property
+    def running(self) -> bool:
+        """Whether the tritonserver process is running."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def _build_command(self, binary: TritonBinary, models: list[str], ports: tuple[int, ...]) -> list[str]:
+        cmd = [
+            str(binary.path),
+            f"--model-repository={self.repository}",
+            "--model-control-mode=explicit",
+            *(f"--load-model={name}" for name in models),
+            "--exit-on-error=false",
+            "--strict-readiness=true",
+            f"--exit-timeout-secs={self.exit_timeout}",
+            f"--http-address={LOCALHOST}",
+            f"--http-port={ports[0]}",
+            f"--grpc-address={LOCALHOST}",
+            f"--grpc-port={ports[1]}",
+            f"--metrics-address={LOCALHOST}",
+            f"--metrics-port={ports[2]}",
+        ]
+        if self.sagemaker:
+            cmd += ["--allow-sagemaker=true", f"--sagemaker-port={ports[3]}"]
+        if binary.backend_directory is not None:
+            cmd.append(f"--backend-directory={binary.backend_directory}")
+        if binary.cache_directory is not None:
+            cmd.append(f"--cache-directory={binary.cache_directory}")
+        cmd.append(f"--backend-config=python,shm-region-prefix-name={self._shm_prefix}")
+        if not self.auto_complete_config:
+            cmd.append("--disable-auto-complete-config")
+        cmd += self.extra_args
+        return cmd
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+
+    def start(self) -> Self:
+        """Start tritonserver and wait (at most ``startup_timeout`` s) until it and every model are ready."""
+        if self._proc is not None:
+            raise ServerError("LocalLauncher.start() called twice; create a new launcher to start again")
+        if not self.repository.is_dir():
+            raise ServerStartError(f"model repository {str(self.repository)!r} is not a directory")
+        if self.gpu and not self.has_gpu:
+            raise ServerStartError(_NO_GPU_HINT)
+        binary = self.binary
+        models = repository_models(self.repository) if self.models is None else self.models
+        sweep_stale_shm()
+        self._workdir = Path(tempfile.mkdtemp(prefix="pytest-triton-"))
+        self._shm_prefix = shm_prefix(secrets.token_hex(4))
+        budget = _Budget(self.startup_timeout)
+        try:
+            for attempt in range(self.port_retries + 1):
+                try:
+                    self._launch(binary, models, attempt)
+                    self._wait_started(models, budget)
+                    return self
+                except _PortInUse:
+                    self._kill()
+                    if attempt == self.port_retries:
+                        raise ServerStartError(
+                            f"tritonserver could not bind its ports after {attempt + 1} attempts",
+                            log_tail=self.log_tail(),
+                        ) from None
+        except BaseException:
+            self.stop()
+            raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _launch(self, binary: TritonBinary, models: list[str], attempt: int) -> None:
+        assert self._workdir is not None
+        self._ports = reserve_ports(4 if self.sagemaker else 3)
+        ports = self._ports.ports
+        self._urls = ServerUrls.local(ports[0], ports[1], ports[2], ports[3] if self.sagemaker else None)
+        self.command = self._build_command(binary, models, ports)
+        log_path = self._workdir / f"tritonserver-{attempt}.log"
+        self._log = LogFile(log_path)
+        with log_path.open("wb") as out:
+            try:
+                self._proc = spawn(self.command, env=self._environ(binary, models), stdout=out)
+            except OSError as err:
+                raise ServerStartError(f"could not run {str(binary.path)!r}: {err}") from err
+        # a launcher dropped or left running at interpreter exit still stops its server and frees its memory
+        self._finalizer = weakref.finalize(self, _cleanup, self._proc, self._shm_prefix)
+
+    def _environ(self, binary: TritonBinary, models: list[str]) -> dict[str, str]:
+        env = binary.environ()
+        if self.sagemaker and len(models) == 1:  # what the SageMaker Triton image's serve script does
+            env.setdefault("SAGEMAKER_TRITON_DEFAULT_MODEL_NAME", models[0])
+        env.update(self.env)
+        return env
+
+    def _wait_started(self, models: list[str], budget: _Budget) -> None:
+        assert self._urls is not None
+        assert self._log is not None
+        assert self._proc is not None
+        rest = TritonRest(self._urls.http, timeout=2.0)
+        log, proc = self._log, self._proc
+        frontends = ["Started GRPCInferenceService", "Started HTTPService", "Started Metrics Service"]
+        if self.sagemaker:
+            frontends.append("Started Sagemaker HTTPService")
+        seen: set[str] = set()
+
+        def check() -> Poll:
+            new = log.read_new()
+            for line in new:
+                seen.update(f for f in frontends if f in line)
+            code = proc.poll()
+            if code is not None:
+                self._raise_exited(code)
+            if len(seen) < len(frontends):  # Triton loads the startup models before opening its ports
+                ok, failed = loaded_models(log.lines())
+                return Poll(False, f"{len(ok & set(models))}/{len(models)} models loaded, {len(failed)} failed")
+            return Poll(True)
+
+        # reading the log is cheap: poll it often so a ready server is seen within ~50 ms
+        wait_until(check, timeout=budget.left(), interval=0.05, progress=self.progress, log_tail=self.log_tail)
+        self._check_models(rest, models)
+        wait_models_ready(rest, models, timeout=budget.left(), progress=self.progress, log_tail=self.log_tail)
+        if not rest.ready():
+            raise ServerStartError("tritonserver is up but /v2/health/ready is not 200", log_tail=self.log_tail())
+        code = proc.poll()
+        if code is not None:
+            self._raise_exited(code)
+
+    def _raise_exited(self, code: int) -> None:
+        assert self._log is not None
+        lines = self._log.lines()
+        if any(_PORT_IN_USE.search(line) for line in lines):
+            raise _PortInUse()
+        tail = self.log_tail()
+        usage = next((i for i, line in enumerate(lines) if line.startswith("Usage: tritonserver")), None)
+        if usage is not None:  # it rejected its command line and printed its usage
+            before = [line for line in lines[:usage] if line.strip()]
+            error = before[-1] if before else "it printed its usage: an argument was rejected"
+            tail = "\n".join(before[-50:])
+        else:
+            error = last_error(lines) or "no error line in its log"
+        raise ServerStartError(
+            f"tritonserver exited before it was ready: {error}\ncommand: {shlex.join(self.command)}",
+            exit_code=code,
+            log_tail=tail,
+        )
+
+    def _check_models(self, rest: TritonRest, models: list[str]) -> None:
+        """After startup loading: collect every requested model that did not load, with Triton's reason."""
+        assert self._log is not None
+        lines = self._log.lines()
+        try:
+            entries = rest.index()
+        except (ServerError, OSError) as err:  # with --exit-on-error=false a failed init still opens the ports
+            raise ServerStartError(
+                f"tritonserver started but is not usable: {server_error(lines) or err}",
+                log_tail=self.log_tail(),
+            ) from None
+        index: dict[str, list[IndexEntry]] = {}
+        for entry in entries:
+            index.setdefault(entry.name, []).append(entry)
+        failures: dict[str, str] = {}
+        for name in models:
+            entries = index.get(name, [])
+            if any(e.state == "READY" for e in entries):
+                continue
+            reasons = [e.reason for e in entries if e.reason and e.reason != "unloaded"]
+            reason = "\n".join(reasons) or model_failure_reason(lines, name)
+            if not reason:
+                states = ", ".join(sorted({e.state or "no state" for e in entries})) or "not in the repository index"
+                reason = f"not ready after startup ({states})"
+            failures[name] = reason
+        if failures:
+            first, *others = failures
+            reason = failures[first]
+            for name in others:
+                reason += f"\nmodel {name!r} failed to load too: {failures[name]}"
+            raise ModelLoadError(first, reason, log_tail=self.log_tail())
+
+    def _kill(self) -> None:
+        """Stop the process of a failed attempt, keep its log, drop its ports."""
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        if self._proc is not None:
+            stop_process_group(self._proc, interrupt_timeout=0.0, terminate_timeout=2.0)
+            self._proc = None
+        if self._ports is not None:
+            self._ports.release()
+            self._ports = None
+
+    def stop(self) -> None:
+        """Stop tritonserver and its python stubs, remove their shared memory; calling it again does nothing."""
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        if self._proc is not None:
+            stop_process_group(self._proc, interrupt_timeout=self.stop_timeout)
+        if self._shm_prefix:
+            remove_shm(self._shm_prefix)
+        if self._ports is not None:
+            self._ports.release()
+            self._ports = None
+        if self._log is not None:
+            self._log.freeze()
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped" if self._proc is not None else "not started"
+        return f"LocalLauncher(repository={str(self.repository)!r}, pid={self.pid}, {state})"
+
+    # -- queries ---------------------------------------------------------------------------------------
+
+    def logs(self) -> str:
+        """The whole server log so far (kept after stop)."""
+        return "" if self._log is None else self._log.text()
+
+    def log_tail(self, lines: int = 50) -> str:
+        """The last ``lines`` non-blank lines of the server log."""
+        return "" if self._log is None else self._log.tail(lines)
+
+    def _rest(self) -> TritonRest:
+        return TritonRest(self.urls.http)
+
+    def model_ready(self, name: str, version: str = "") -> bool:
+        """Whether ``GET /v2/models/NAME[/versions/V]/ready`` answers 200."""
+        return self._rest().model_ready(name, version)
+
+    def load_model(self, name: str) -> None:
+        """Load (or reload) a model; raises ModelLoadError with Triton's text and the log tail."""
+        try:
+            self._rest().load(name)
+        except ModelLoadError as err:
+            reason = err.reason
+            if reason.endswith("failed to poll from model repository"):  # the why is only in the log
+                detail = model_failure_reason(self._log.lines() if self._log else [], name)
+                reason = f"{reason}: {detail.splitlines()[-1]}" if detail else reason
+            raise ModelLoadError(name, reason, log_tail=self.log_tail()) from None
+
+    def unload_model(self, name: str) -> None:
+        """Unload a model (Triton answers before the unload finished)."""
+        self._rest().unload(name)
+
+    def wait_ready(self, models: Sequence[str], timeout: float) -> None:
+        """Wait until the server and each of ``models`` are ready, at most ``timeout`` s."""
+        proc = self._proc
+        if proc is not None and proc.poll() is not None:
+            raise ServerStartError("tritonserver is not running", exit_code=proc.returncode, log_tail=self.log_tail())
+        wait_models_ready(self._rest(), models, timeout=timeout, progress=self.progress, log_tail=self.log_tail)
+
+
+def _cleanup(proc: subprocess.Popen[bytes], prefix: str) -> None:
+    stop_process_group(proc, interrupt_timeout=2.0)
+    remove_shm(prefix)
+
+
+class _Budget:
+    """What is left of a time budget shared by several waits."""
+
+    def __init__(self, seconds: float) -> None:
+        self._deadline = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return max(0.0, self._deadline - time.monotonic())

@@ -1,0 +1,238 @@
+"""Server processes that never outlive the test process, and a clean stop of their whole group.
+
+Orphan protection (Linux):
+
+- the server runs in its own session and process group (``start_new_session=True``); the python backend
+  stubs it forks (``triton_python_backend_stub``) are in that group too;
+- the child asks the kernel for ``SIGKILL`` when its parent dies (``prctl(PR_SET_PDEATHSIG)`` in a
+  ``preexec_fn``, then checks its parent is still the one that forked it, closing the race where the
+  parent died before the ``prctl``). The "parent" of PDEATHSIG is the *thread* that forked: a server
+  started from a short-lived thread would be killed when that thread ends. So every server is spawned by
+  one daemon thread of this module that lives as long as the process; the server dies with the process,
+  whatever thread called ``start()``;
+- the stubs watch their parent (Triton passes them its pid) and exit within about a second once
+  ``tritonserver`` is gone; they cannot clean their shared-memory region then, so each launcher gives the
+  python backend a ``shm-region-prefix-name`` carrying its own pid, and later launchers remove regions
+  whose owner is dead (:func:`sweep_stale_shm`).
+
+Stopping (:func:`stop_process_group`): SIGINT to ``tritonserver`` (it unloads models, then stops its stubs),
+then SIGTERM and at last SIGKILL to the whole group; finally whatever is left in the group is killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import IO
+from typing import Any
+
+PR_SET_PDEATHSIG = 1
+SHM_DIR = Path("/dev/shm")
+SHM_PREFIX = "pytest_triton_"
+
+_spawn_queue: queue.SimpleQueue[tuple[Callable[[], subprocess.Popen[bytes]], Future[subprocess.Popen[bytes]]]] = (
+    queue.SimpleQueue()
+)
+_spawner: threading.Thread | None = None
+_spawner_lock = threading.Lock()
+
+
+def _spawner_loop() -> None:
+    while True:
+        job, future = _spawn_queue.get()
+        if not future.set_running_or_notify_cancel():
+            continue
+        try:
+            future.set_result(job())
+        except BaseException as exc:  # handed to the caller
+            future.set_exception(exc)
+
+
+def _run_on_spawner(job: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None or not _spawner.is_alive():
+            _spawner = threading.Thread(target=_spawner_loop, name="pytest-triton-spawner", daemon=True)
+            _spawner.start()
+    future: Future[subprocess.Popen[bytes]] = Future()
+    _spawn_queue.put((job, future))
+    return future.result()
+
+
+def _pdeathsig_preexec(sig: int) -> Callable[[], None] | None:
+    """A preexec_fn setting PR_SET_PDEATHSIG (None off Linux or without libc's prctl)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:  # runs in the child between fork and exec: keep it to syscalls
+        prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl: nobody would send the signal
+            os._exit(1)
+
+    return preexec
+
+
+def spawn(
+    cmd: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    stdout: IO[Any],
+    cwd: str | None = None,
+    pdeathsig: int = signal.SIGKILL,
+) -> subprocess.Popen[bytes]:
+    """Start ``cmd`` in a new process group, output to ``stdout``, killed by ``pdeathsig`` if we die.
+
+    The fork happens on this module's long-lived spawner thread (see the module docstring).
+    """
+    preexec = _pdeathsig_preexec(pdeathsig)
+
+    def job() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            list(cmd),
+            env=dict(env),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=preexec,
+        )
+
+    return _run_on_spawner(job)
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses
+    return raw[raw.rfind(")") + 2 :].split()
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie (a zombie has exited; only its parent's wait is due)."""
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] not in ("Z", "X")
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes in process group ``pgid``, read from /proc."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        fields = _stat_fields(int(entry))
+        if fields is not None and fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
+            members.append(int(entry))
+    return members
+
+
+def children_of(pid: int) -> list[int]:
+    """Live (non-zombie) processes whose parent is ``pid``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat_fields(int(entry))
+            if fields is not None and fields[0] not in ("Z", "X") and int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    try:
+        proc.wait(timeout=max(timeout, 0.0))
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+def _wait_group_empty(pgid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while group_members(pgid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def stop_process_group(
+    proc: subprocess.Popen[bytes],
+    *,
+    interrupt_timeout: float = 10.0,
+    terminate_timeout: float = 5.0,
+    straggler_timeout: float = 0.2,
+) -> None:
+    """Stop ``proc`` (a process group leader) and everything in its group.
+
+    SIGINT to the leader, up to ``interrupt_timeout`` s; SIGTERM to the group, up to ``terminate_timeout``
+    s; SIGKILL to the group. Processes still in the group once the leader is gone (python stubs cleaning
+    up after a fast exit) get ``straggler_timeout`` s, then SIGKILL.
+    """
+    pgid = proc.pid
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGINT)
+        if not _wait(proc, interrupt_timeout):
+            _killpg(pgid, signal.SIGTERM)
+            if not _wait(proc, terminate_timeout):
+                _killpg(pgid, signal.SIGKILL)
+                proc.wait()
+    if not _wait_group_empty(pgid, straggler_timeout):
+        _killpg(pgid, signal.SIGKILL)
+        _wait_group_empty(pgid, 5.0)
+
+
+def shm_prefix(token: str) -> str:
+    """The shared-memory region prefix for one launcher of this process: ``pytest_triton_<pid>_<token>_``."""
+    return f"{SHM_PREFIX}{os.getpid()}_{token}_"
+
+
+def remove_shm(prefix: str) -> list[str]:
+    """Remove the /dev/shm regions whose names start with ``prefix``; returns their names."""
+    removed = []
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.listdir(SHM_DIR):
+            if entry.startswith(prefix):
+                with contextlib.suppress(FileNotFoundError, PermissionError):
+                    os.unlink(SHM_DIR / entry)
+                    removed.append(entry)
+    return removed
+
+
+def sweep_stale_shm() -> list[str]:
+    """Remove python-backend regions left by pytest-triton processes that died (e.g. SIGKILLed)."""
+    removed = []
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.listdir(SHM_DIR):
+            match = re.match(rf"^{SHM_PREFIX}(\d+)_", entry)
+            if match is not None and not pid_alive(int(match.group(1))):
+                with contextlib.suppress(FileNotFoundError, PermissionError):
+                    os.unlink(SHM_DIR / entry)
+                    removed.append(entry)
+    return removed

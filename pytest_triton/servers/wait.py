@@ -1,0 +1,125 @@
+"""The one wait loop every launcher uses: poll a check until it is done or a deadline passes.
+
+A check returns a :class:`Poll` (done or not, and a short status such as ``"2/3 models ready"``) or raises
+to stop waiting at once (the process exited, a model failed to load). While waiting, a progress line goes
+to the progress callback every few seconds: ``waiting for tritonserver: 2/3 models ready (7.0 s)``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pytest_triton.errors import ModelLoadError
+from pytest_triton.errors import ServerTimeout
+from pytest_triton.servers.rest import TritonRest
+
+ProgressCallback = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Poll:
+    """The result of one check: ``done``, and a status for progress lines and timeout messages."""
+
+    done: bool
+    status: str = ""
+
+
+def stderr_progress(line: str) -> None:
+    """Write a progress line to stderr (the default progress callback)."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def wait_until(
+    check: Callable[[], Poll],
+    *,
+    timeout: float,
+    what: str = "tritonserver",
+    progress: ProgressCallback | None = stderr_progress,
+    progress_every: float = 5.0,
+    interval: float = 0.25,
+    log_tail: Callable[[], str] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> float:
+    """Call ``check`` until it reports done; return the seconds waited.
+
+    Polls quickly at first (20 ms, growing to ``interval``) so a fast server is seen at once. Raises
+    :class:`ServerTimeout` naming ``what``, the last status and the log tail when ``timeout`` seconds
+    pass; exceptions from ``check`` propagate unchanged.
+    """
+    if timeout < 0:
+        raise ValueError(f"timeout={timeout!r} must be >= 0")
+    start = clock()
+    deadline = start + timeout
+    next_progress = start + progress_every
+    delay = min(0.02, interval)
+    while True:
+        poll = check()
+        now = clock()
+        elapsed = now - start
+        if poll.done:
+            return elapsed
+        if now >= deadline:
+            status = f" ({poll.status})" if poll.status else ""
+            raise ServerTimeout(
+                f"{what} not ready after {timeout:.1f} s{status}; raise the timeout or look at the log below",
+                log_tail=log_tail() if log_tail is not None else "",
+            )
+        if progress is not None and now >= next_progress:
+            status = f"{poll.status} " if poll.status else ""
+            progress(f"waiting for {what}: {status}({elapsed:.1f} s)")
+            next_progress = now + progress_every
+        sleep(max(0.0, min(delay, deadline - now)))
+        delay = min(delay * 1.5, interval)
+
+
+def models_poll(rest: TritonRest, models: Sequence[str]) -> Poll:
+    """One check of server + model readiness through the REST API.
+
+    Done when ``/v2/health/live`` answers and every model in ``models`` is ready (with no models: when
+    ``/v2/health/ready`` answers 200; not used otherwise because with strict readiness one failed model
+    elsewhere in the repository keeps it at 400 forever). A model the repository index shows as
+    UNAVAILABLE with a reason other than "unloaded" raises :class:`ModelLoadError` with Triton's reason.
+    """
+    if not rest.live():
+        return Poll(False, "server not answering yet")
+    pending = [name for name in models if not rest.model_ready(name)]
+    if pending:
+        entries = {e.name: e for e in rest.index() if e.state == "UNAVAILABLE" and e.reason != "unloaded"}
+        for name in pending:
+            entry = entries.get(name)
+            if entry is not None and entry.reason:
+                raise ModelLoadError(name, entry.reason)
+    ready = len(models) - len(pending)
+    if models:
+        status = f"{ready}/{len(models)} models ready"
+        if pending:
+            status += f", waiting for {', '.join(map(repr, pending[:5]))}"
+    else:
+        status = "server live"
+    return Poll(not pending and (bool(models) or rest.ready()), status)
+
+
+def wait_models_ready(
+    rest: TritonRest,
+    models: Sequence[str],
+    *,
+    timeout: float,
+    what: str = "tritonserver",
+    progress: ProgressCallback | None = stderr_progress,
+    log_tail: Callable[[], str] | None = None,
+) -> float:
+    """Wait until the server at ``rest`` and each model in ``models`` are ready; see :func:`models_poll`."""
+    names = list(models)
+    return wait_until(
+        lambda: models_poll(rest, names),
+        timeout=timeout,
+        what=what,
+        progress=progress,
+        log_tail=log_tail,
+    )

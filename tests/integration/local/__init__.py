@@ -1,0 +1,1 @@
+"""Integration tests of the local launcher (a real tritonserver from nvidia-pytriton)."""

@@ -1,0 +1,118 @@
+"""Process groups, PR_SET_PDEATHSIG from a long-lived thread, escalating stop, shared-memory sweep."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_triton.servers import process
+from pytest_triton.servers.process import group_members
+from pytest_triton.servers.process import pid_alive
+from pytest_triton.servers.process import spawn
+from pytest_triton.servers.process import stop_process_group
+from pytest_triton.servers.process import sweep_stale_shm
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux (/proc, prctl)")
+
+
+def _wait_dead(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while pid_alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _spawn(cmd: list[str], tmp_path: Path) -> subprocess.Popen[bytes]:
+    with (tmp_path / "out.log").open("wb") as out:
+        return spawn(cmd, env=os.environ, stdout=out)
+
+
+def test_own_process_group_and_group_stop(tmp_path: Path) -> None:
+    proc = _spawn(["sh", "-c", "sleep 30 & sleep 30 & wait"], tmp_path)
+    deadline = time.monotonic() + 5
+    while len(group_members(proc.pid)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    members = group_members(proc.pid)
+    assert len(members) == 3
+    assert os.getpgid(proc.pid) == proc.pid != os.getpgid(0)
+    stop_process_group(proc, interrupt_timeout=2)
+    assert group_members(proc.pid) == []
+
+
+def test_stop_escalates_when_signals_are_ignored(tmp_path: Path) -> None:
+    proc = _spawn(["sh", "-c", "trap '' INT TERM; sleep 30 & wait; sleep 30"], tmp_path)
+    time.sleep(0.2)
+    started = time.monotonic()
+    stop_process_group(proc, interrupt_timeout=0.3, terminate_timeout=0.3)
+    assert time.monotonic() - started < 3
+    assert proc.returncode == -9
+    assert group_members(proc.pid) == []
+
+
+def test_child_survives_the_thread_that_started_it(tmp_path: Path) -> None:
+    box: list[subprocess.Popen[bytes]] = []
+    thread = threading.Thread(target=lambda: box.append(_spawn(["sleep", "30"], tmp_path)))
+    thread.start()
+    thread.join()
+    time.sleep(0.3)
+    proc = box[0]
+    try:
+        assert proc.poll() is None, "PR_SET_PDEATHSIG fired when the starting thread ended"
+    finally:
+        stop_process_group(proc)
+
+
+PARENT = """
+import os, sys
+from pytest_triton.servers.process import spawn
+with open(os.devnull, "wb") as out:
+    proc = spawn(["sleep", "60"], env=os.environ, stdout=out)
+print(proc.pid, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_child_dies_when_parent_is_sigkilled() -> None:
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        assert pid_alive(child)
+        parent.kill()
+        parent.wait()
+        assert _wait_dead(child, 3), "the child outlived its SIGKILLed parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        for stream in (parent.stdin, parent.stdout):
+            if stream is not None:
+                stream.close()
+
+
+def test_spawn_error_reaches_the_caller(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        _spawn([str(tmp_path / "no-such-binary")], tmp_path)
+
+
+def test_sweep_removes_only_regions_of_dead_owners(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(process, "SHM_DIR", tmp_path)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (tmp_path / f"pytest_triton_{dead.pid}_abcd_region1").write_bytes(b"")
+    (tmp_path / f"pytest_triton_{os.getpid()}_abcd_region2").write_bytes(b"")
+    (tmp_path / "triton_python_backend_shm_region_other").write_bytes(b"")
+    assert sweep_stale_shm() == [f"pytest_triton_{dead.pid}_abcd_region1"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        f"pytest_triton_{os.getpid()}_abcd_region2",
+        "triton_python_backend_shm_region_other",
+    ]
+    assert process.remove_shm(f"pytest_triton_{os.getpid()}_abcd_") == [f"pytest_triton_{os.getpid()}_abcd_region2"]

@@ -1,0 +1,59 @@
+"""serve_main: argument errors and start failures exit 1 with the reason on stderr; nothing on stdout."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_triton.servers.serve_cli import build_parser
+from pytest_triton.servers.serve_cli import serve_main
+
+
+def test_repo_must_be_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert serve_main([str(tmp_path / "missing")]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "is not a directory" in err
+
+
+def test_url_launcher_needs_a_url(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert serve_main([str(tmp_path), "--launcher", "url"]) == 1
+    assert "--launcher url needs --url URL" in capsys.readouterr().err
+
+
+def test_bad_tritonserver_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert serve_main([str(tmp_path), "--tritonserver", str(tmp_path / "nope")]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("error: tritonserver path=")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux")
+def test_server_exit_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "repo" / "m").mkdir(parents=True)
+    exe = tmp_path / "tritonserver"
+    exe.write_text("#!/bin/sh\necho 'error: creating server: Internal - nope' >&2\nexit 1\n")
+    exe.chmod(0o755)
+    assert serve_main([str(tmp_path / "repo"), "--tritonserver", str(exe), "--timeout", "10"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "tritonserver exited before it was ready: error: creating server: Internal - nope" in err
+    assert "(exit code 1)" in err
+
+
+def test_parser_options() -> None:
+    args = build_parser().parse_args(
+        ["repo", "--launcher", "url", "--url", "http://h:1", "--gpu", "--timeout", "5", "--model", "a", "--model", "b"]
+    )
+    assert (args.repository, args.launcher, args.url, args.gpu, args.timeout) == (
+        "repo",
+        "url",
+        "http://h:1",
+        True,
+        5.0,
+    )
+    assert args.models == ["a", "b"]
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["repo", "--launcher", "docker"])
