@@ -6,6 +6,7 @@ it to attach server logs to failing tests and to print the summary.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
@@ -91,8 +92,19 @@ class TritonServerFactory:
             startup_timeout=float(str(timeout)),
         )
 
-    def start(self, repository: str | Path, *, models: list[str] | None = None) -> TritonLauncher:
-        """Start a server on ``repository`` and wait until it and every model are ready."""
+    def start(
+        self,
+        repository: str | Path,
+        *,
+        models: list[str] | None = None,
+        sagemaker: bool = False,
+        env: Mapping[str, str] | None = None,
+    ) -> TritonLauncher:
+        """Start a server on ``repository`` and wait until it and every model are ready.
+
+        ``sagemaker`` also serves Triton's SageMaker frontend (/ping, /invocations); ``env`` adds
+        variables to the server's environment (e.g. SAGEMAKER_TRITON_DEFAULT_MODEL_NAME).
+        """
         if self.launcher == "url":
             from pytest_triton.servers.url import UrlLauncher
 
@@ -112,7 +124,15 @@ class TritonServerFactory:
         staged = self.staging / f"repo-{self._count}-{source.name}"
         adapted = stage_repository(source, staged, backends=binary.backends, has_gpu=self.gpu)
         self.state.adapted.extend(adapted)
-        server = LocalLauncher(staged, models=models, binary=binary, gpu=self.gpu, startup_timeout=self.startup_timeout)
+        server = LocalLauncher(
+            staged,
+            models=models,
+            binary=binary,
+            gpu=self.gpu,
+            startup_timeout=self.startup_timeout,
+            sagemaker=sagemaker,
+            env=env,
+        )
         self.state.servers.append(server)
         server.start()
         return server

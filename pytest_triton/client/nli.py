@@ -146,3 +146,40 @@ class NliClient:
             NliResult(label, float(score), tuple(float(x) for x in row))
             for label, score, row in zip(labels, scores, logits)
         ]
+
+
+@dataclass(frozen=True)
+class NliSample:
+    """A labelled premise/hypothesis pair of the bundled sample set."""
+
+    id: str
+    language: str
+    premise: str
+    hypothesis: str
+    label: str
+
+    @property
+    def pair(self) -> tuple[str, str]:
+        return (self.premise, self.hypothesis)
+
+
+def load_samples(path: str | Path) -> list[NliSample]:
+    """Read a JSON-lines sample set (id, language, premise, hypothesis, label per line)."""
+    import json
+
+    samples: list[NliSample] = []
+    file = Path(path)
+    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            sample = NliSample(
+                str(data["id"]), str(data["language"]), data["premise"], data["hypothesis"], data["label"]
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InferenceError(f"{file}:{number}: not a sample line ({exc!r}); expected {NliSample.__doc__}") from exc
+        if sample.label not in LABELS:
+            raise InferenceError(f"{file}:{number}: label={sample.label!r} is not one of {LABELS}")
+        samples.append(sample)
+    return samples
