@@ -21,16 +21,13 @@ from pytest_triton.config import write_config
 
 ADAPTER_SOURCE = Path(__file__).parent / "_adapter" / "model.py"
 _GPU_PROVIDERS = {"tensorrt": "TensorrtExecutionProvider", "cuda": "CUDAExecutionProvider"}
-# the onnxruntime backend's TensorRT accelerator keys → ONNX Runtime TensorRT provider options
-_TRT_OPTION_NAMES = {
-    "max_workspace_size_bytes": "trt_max_workspace_size",
-    "trt_engine_cache_enable": "trt_engine_cache_enable",
-    "trt_engine_cache_path": "trt_engine_cache_path",
-}
 
 
 def _tensorrt_options(parameters: Any) -> dict[str, str]:
-    options = {dst: str(parameters[src]) for src, dst in _TRT_OPTION_NAMES.items() if src in parameters}
+    """The onnxruntime backend's TensorRT accelerator keys as ONNX Runtime TensorRT provider options."""
+    options = {key: str(value) for key, value in parameters.items() if key.startswith("trt_")}
+    if "max_workspace_size_bytes" in parameters:
+        options["trt_max_workspace_size"] = str(parameters["max_workspace_size_bytes"])
     if "precision_mode" in parameters:
         options["trt_fp16_enable"] = str(parameters["precision_mode"] == "FP16")
     return options

@@ -1,0 +1,80 @@
+"""Parity: every served variant gives the reference's labels, and logits within its tolerance."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from pytest_triton.client.nli import NliClient
+from pytest_triton.client.nli import NliSample
+from pytest_triton.client.nli import NliTokenizer
+from pytest_triton.client.nli import results_from_logits
+from pytest_triton.client.transports import TritonGrpcTransport
+from pytest_triton.parity import assert_parity
+from pytest_triton.parity import assert_same_labels
+from tests.contracts.conftest import Served
+
+pytestmark = pytest.mark.xdist_group("embedded-triton")
+
+
+def labels_of(logits: NDArray[np.float32]) -> list[str]:
+    return [r.label for r in results_from_logits(logits)]
+
+
+def test_reference_gets_the_sample_labels(reference_logits: NDArray[np.float32], samples: list[NliSample]) -> None:
+    """The reference itself is right and decisive, so label parity below means something."""
+    assert_same_labels([s.label for s in samples], labels_of(reference_logits), ids=[s.id for s in samples])
+    top2 = np.sort(reference_logits, axis=1)[:, -2:]
+    assert float((top2[:, 1] - top2[:, 0]).min()) >= 1.0
+
+
+def check_variant(
+    client: NliClient, samples: list[NliSample], reference_logits: NDArray[np.float32], variant: str, preset: str
+) -> None:
+    logits = client.logits([s.pair for s in samples])
+    ids = [s.id for s in samples]
+    assert_same_labels(labels_of(reference_logits), labels_of(logits), ids=ids, candidate_name=variant)
+    assert_parity({"logits": reference_logits}, {"logits": logits}, preset=preset, candidate_name=variant)
+
+
+def test_served_onnx_matches_reference_over_http(
+    onnx_served: Served, tokenizer: NliTokenizer, samples: list[NliSample], reference_logits: NDArray[np.float32]
+) -> None:
+    check_variant(onnx_served.client(tokenizer), samples, reference_logits, onnx_served.variant, "fp32")
+
+
+def test_served_onnx_matches_reference_over_grpc(
+    onnx_served: Served, tokenizer: NliTokenizer, samples: list[NliSample], reference_logits: NDArray[np.float32]
+) -> None:
+    client = NliClient(TritonGrpcTransport(onnx_served.server.urls.grpc), tokenizer)
+    check_variant(client, samples, reference_logits, onnx_served.variant, "fp32")
+
+
+def test_tensorrt_fp16_matches_reference(
+    tensorrt_served: Served, tokenizer: NliTokenizer, samples: list[NliSample], reference_logits: NDArray[np.float32]
+) -> None:
+    check_variant(tensorrt_served.client(tokenizer), samples, reference_logits, tensorrt_served.variant, "fp16")
+
+
+def test_cuda_fp16_matches_reference(
+    cuda_fp16_served: Served, tokenizer: NliTokenizer, samples: list[NliSample], reference_logits: NDArray[np.float32]
+) -> None:
+    check_variant(cuda_fp16_served.client(tokenizer), samples, reference_logits, cuda_fp16_served.variant, "fp16")
+
+
+def test_ensemble_matches_reference_and_client_tokenization(
+    ensemble_served: Served, tokenizer: NliTokenizer, samples: list[NliSample], reference_logits: NDArray[np.float32]
+) -> None:
+    """Text in, label and score out: the same as tokenizing in the client and asking the model."""
+    client = ensemble_served.client(tokenizer)
+    results = client.classify_text([s.pair for s in samples])
+    logits = np.array([r.logits for r in results], dtype=np.float32)
+    preset = "fp16" if ensemble_served.variant.endswith("tensorrt") else "fp32"
+    assert_same_labels(labels_of(reference_logits), [r.label for r in results], ids=[s.id for s in samples])
+    assert_parity(
+        {"logits": reference_logits}, {"logits": logits}, preset=preset, candidate_name=ensemble_served.variant
+    )
+    client_side = client.classify([s.pair for s in samples])
+    assert [r.label for r in results] == [r.label for r in client_side]
+    np.testing.assert_allclose([r.score for r in results], [r.score for r in client_side], rtol=1e-5, atol=1e-6)
