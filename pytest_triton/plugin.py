@@ -71,6 +71,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Budget hardware key to use instead of this machine's (e.g. nvidia-a10g)",
     )
     parser.addini("triton_budgets", "Latency budget file", default="model_repos/budgets.toml")
+    parser.addini(
+        "triton_window_ms",
+        "Latency measurement window in ms; windows repeat until the last three agree within 10%",
+        default="2000",
+    )
     parser.addini("triton_lint_paths", "Paths linted as test items (like --triton-lint)", type="paths", default=[])
     parser.addini("triton_repository", "Model repository served by the triton_server fixture", default="")
     parser.addini("triton_launcher", "Default launcher: local or url", default="local")
@@ -98,15 +103,22 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _bench(config: pytest.Config) -> TritonBench:
+    from pytest_triton.bench.sampling import WindowPolicy
     from pytest_triton.bench.session import BENCH_KEY
     from pytest_triton.bench.session import TritonBench
+    from pytest_triton.errors import ConfigError
 
     if BENCH_KEY not in config.stash:
         named = config.getoption("triton_budgets")
         path = named or str(config.rootpath / str(config.getini("triton_budgets")))
-        config.stash[BENCH_KEY] = TritonBench.from_options(
-            path, config.getoption("triton_hardware"), required=named is not None
-        )
+        bench = TritonBench.from_options(path, config.getoption("triton_hardware"), required=named is not None)
+        window = str(config.getini("triton_window_ms"))
+        try:
+            window_ms = float(window)
+        except ValueError:
+            raise ConfigError(f"ini triton_window_ms={window!r} is not a number of milliseconds") from None
+        bench.policy = WindowPolicy(mode="time", window_ms=window_ms)
+        config.stash[BENCH_KEY] = bench
     return config.stash[BENCH_KEY]
 
 
