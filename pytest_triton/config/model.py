@@ -107,23 +107,66 @@ def parse_config(text: str, path: str = CONFIG_FILENAME) -> ParsedConfig:
         line = exc.GetLine() or 0
         col = exc.GetColumn() or 0
         raise ConfigSyntaxError(_syntax_message(text, str(exc), line, col), path=path, line=line, col=col) from exc
-    return ParsedConfig(message=message, text=text, path=path, positions=index_positions(text))
+    positions = index_positions(text)
+    _reject_plus_signs(text, positions, path)
+    return ParsedConfig(message=message, text=text, path=path, positions=positions)
+
+
+def _reject_plus_signs(text: str, positions: PositionIndex, path: str) -> None:
+    """Triton's C++ parser refuses ``+5`` where Python's text_format accepts it."""
+    lines = text.splitlines()
+    for field_path, literal in positions.literals.items():
+        if not literal.startswith("+"):
+            continue
+        line, col = positions.positions[field_path]
+        if lines[line - 1][col - 1 : col] != "+":  # a quoted string that happens to start with '+'
+            continue
+        kind = "double" if any(c in literal for c in ".eE") and not literal.lower().startswith("+0x") else "integer"
+        raise ConfigSyntaxError(f"Expected {kind}, got: +", path=path, line=line, col=col)
+
+
+def _decode(data: bytes, path: str) -> str:
+    """UTF-8 text; bytes that are not UTF-8 are allowed in comments only, as Triton's parser allows."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    lines = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        code, comment = _split_comment(raw)
+        try:
+            text = code.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigSyntaxError(
+                f"byte {code[exc.start]:#04x} is not UTF-8 (only comments may hold other bytes)",
+                path=path,
+                line=number,
+                col=exc.start + 1,
+            ) from exc
+        lines.append(text + comment.decode("utf-8", errors="replace"))
+    return "\n".join(lines)
+
+
+def _split_comment(line: bytes) -> tuple[bytes, bytes]:
+    """Split a line at its first ``#`` outside a quoted string."""
+    quote = 0
+    escaped = False
+    for index, byte in enumerate(line):
+        if escaped:
+            escaped = False
+        elif quote and byte == 0x5C:  # backslash inside a string
+            escaped = True
+        elif byte in (0x22, 0x27):  # " or '
+            quote = 0 if quote == byte else (quote or byte)
+        elif byte == 0x23 and not quote:  # '#'
+            return line[:index], line[index:]
+    return line, b""
 
 
 def read_config(path: str | Path) -> ParsedConfig:
-    """Read and parse a config.pbtxt file (UTF-8)."""
+    """Read and parse a config.pbtxt file (UTF-8; other bytes only in comments)."""
     file = Path(path)
-    data = file.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigSyntaxError(
-            f"config is not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x})",
-            path=str(file),
-            line=1,
-            col=1,
-        ) from exc
-    return parse_config(text, str(file))
+    return parse_config(_decode(file.read_bytes(), str(file)), str(file))
 
 
 def print_config(message: ModelConfig) -> str:

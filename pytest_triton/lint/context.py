@@ -17,9 +17,26 @@ from pytest_triton.lint.rules import catalog
 if TYPE_CHECKING:
     from tritonclient.grpc.model_config_pb2 import ModelConfig
 
-# Triton reads a version folder only if its whole name is a non-negative integer without
-# leading zeros (it parses the name with std::stoll and compares it back).
-VERSION_DIR = re.compile(r"^(0|[1-9][0-9]*)$")
+# How Triton 2.51 reads a version folder's name: a name of two or more characters starting
+# with '0' is skipped; otherwise std::stoll reads its leading integer ("1.0", "+1", " 2" are
+# versions 1, 1 and 2; "v1" is skipped) and the files are then looked up in str(version)/.
+_LEADING_INT = re.compile(r"\s*([+-]?[0-9]+)")
+INT64_MAX = 2**63 - 1
+
+
+def read_version(name: str) -> int | None:
+    """The version Triton reads from a folder name, or None when it skips the folder.
+
+    A number outside int64 is returned as is: Triton aborts on it (std::out_of_range)."""
+    if len(name) > 1 and name.startswith("0"):
+        return None
+    match = _LEADING_INT.match(name)
+    return int(match.group(1)) if match else None
+
+
+def is_canonical_version(name: str) -> bool:
+    version = read_version(name)
+    return version is not None and str(version) == name and -INT64_MAX - 1 <= version <= INT64_MAX
 
 
 @dataclass
@@ -67,8 +84,24 @@ class ModelContext:
         return self.parsed.message
 
     def versions(self) -> list[int]:
-        """Version folders Triton would read (sorted)."""
-        return sorted(int(p.name) for p in self.folder.iterdir() if p.is_dir() and VERSION_DIR.match(p.name))
+        """Versions Triton reads from the folder names (sorted; see :func:`read_version`)."""
+        found = {read_version(p.name) for p in self.folder.iterdir() if p.is_dir()}
+        return sorted(v for v in found if v is not None and -INT64_MAX - 1 <= v <= INT64_MAX)
+
+    def loaded_versions(self) -> list[int]:
+        """Versions Triton loads under the config's version_policy (latest 1 by default)."""
+        versions = self.versions()
+        if self.parsed is None or not self.config.HasField("version_policy"):
+            return versions[-1:]
+        policy = self.config.version_policy
+        which = policy.WhichOneof("policy_choice")
+        if which == "all":
+            return versions
+        if which == "specific":
+            wanted = set(policy.specific.versions)
+            return [v for v in versions if v in wanted]
+        count = policy.latest.num_versions if which == "latest" else 1
+        return versions[-count:] if count > 0 else []
 
     def report(self, rule: str, message: str, hint: str = "", *field_path: str | int) -> None:
         """Report against config.pbtxt at the line of ``field_path`` (or line 1)."""

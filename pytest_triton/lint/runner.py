@@ -18,10 +18,10 @@ from typing import Any
 from pytest_triton.config import CONFIG_FILENAME
 from pytest_triton.config import read_config
 from pytest_triton.errors import ConfigSyntaxError
-from pytest_triton.lint.context import VERSION_DIR
 from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.context import Reporter
 from pytest_triton.lint.context import RepositoryContext
+from pytest_triton.lint.context import read_version
 from pytest_triton.lint.finding import Finding
 from pytest_triton.lint.rules import model_checks
 from pytest_triton.lint.rules import repository_checks
@@ -32,7 +32,7 @@ _SUPPRESS = re.compile(r"triton-lint:\s*disable=([A-Z0-9_, ]+)")
 def _looks_like_model(folder: Path) -> bool:
     if (folder / CONFIG_FILENAME).exists():
         return True
-    return any(child.is_dir() and VERSION_DIR.match(child.name) for child in folder.iterdir())
+    return any(child.is_dir() and read_version(child.name) is not None for child in folder.iterdir())
 
 
 def is_repository(folder: Path) -> bool:

@@ -106,10 +106,14 @@ def _adapt_config(config: Any, has_gpu: bool, report: AdaptedModel, model_file: 
             report.notes.append("instance_group KIND_GPU mapped to KIND_CPU (no GPU visible)")
     import onnxruntime
 
+    onnxruntime_dir = os.path.dirname(os.path.realpath(onnxruntime.__file__))
+    # the folder this process imports onnxruntime from goes first (it may come from PYTHONPATH,
+    # which the python stub does not honour before its own site-packages)
+    search = [os.path.dirname(onnxruntime_dir), *site.getsitepackages(), site.getusersitepackages()]
     params = {
         "providers": json.dumps(providers),
-        "sys_path": json.dumps([*site.getsitepackages(), site.getusersitepackages()]),
-        "onnxruntime_dir": os.path.dirname(os.path.realpath(onnxruntime.__file__)),
+        "sys_path": json.dumps(list(dict.fromkeys(search))),
+        "onnxruntime_dir": onnxruntime_dir,
         "model_file": model_file,
     }
     for key, value in params.items():

@@ -13,7 +13,7 @@ from pytest_triton.lint.finding import Severity
 _TABLE: list[tuple[str, Severity, str]] = [
     # config file
     ("C001", "error", "config.pbtxt is not valid protobuf text for inference.ModelConfig"),
-    ("C002", "error", "config.pbtxt is missing"),
+    ("C002", "warning", "config.pbtxt is missing (Triton auto-completes it)"),
     ("C003", "error", "config.pbtxt cannot be read"),
     # layout
     ("L101", "error", "model has no valid version folder"),
@@ -25,6 +25,7 @@ _TABLE: list[tuple[str, Severity, str]] = [
     ("L107", "error", "path is not a model repository, model folder or model.tar.gz"),
     ("L108", "error", "cannot determine the backend of the model"),
     ("L109", "warning", "repository has no model folders"),
+    ("L110", "error", "version folder name overflows int64: tritonserver aborts"),
     # deployment
     ("D601", "error", "SageMaker tarball has config.pbtxt at its root"),
     ("D602", "warning", "several models without SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"),

@@ -40,6 +40,7 @@ catalog.register(
         ("E318", "error", "inconsistent shape along an ensemble edge"),
         ("E319", "error", "step requires a model version that will not be loaded"),
         ("E320", "error", "step receives inputs that come from different decoupled models"),
+        ("E321", "error", "a step model declares an output twice and the ensemble maps it"),
     ]
 )
 
@@ -231,17 +232,9 @@ def _loaded_versions(step_model: ModelContext) -> list[int] | None:
     if step_model.parsed is None and step_model.config_path.exists():
         return None
     try:
-        versions = step_model.versions()
+        return step_model.loaded_versions()
     except OSError:
         return None
-    policy = step_model.config.version_policy if step_model.parsed is not None else None
-    which = policy.WhichOneof("policy_choice") if policy is not None else None
-    if policy is not None and which == "all":
-        return versions
-    if policy is not None and which == "specific":
-        return [v for v in versions if v in set(policy.specific.versions)]
-    count = policy.latest.num_versions if policy is not None and which == "latest" else 1
-    return versions[-count:] if count > 0 else []
 
 
 def check_step_models(model: ModelContext) -> None:
@@ -382,8 +375,13 @@ class _Mapping:
                 hint = f'add input_map {{ key: "{io.name}" value: "<ensemble tensor>" }} to step {i}'
                 model.report("E316", message, hint, *STEP, i, "input_map")
         produced: list[_Node] = []
+        declared = [io.name for io in scfg.output]
         for key, tensor in step.output_map.items():
             where = entry_path(model, (*STEP, i, "output_map"), key=key)
+            if declared.count(key) > 1:  # Triton maps each declared output, so both land on one tensor
+                message = f"in ensemble {ens}, multiple outputs in model {name} are mapped to the same ensemble tensor"
+                hint = f"output {key!r} is declared {declared.count(key)} times in {name}'s config: keep one"
+                model.report("E321", f"{message} {tensor}", hint, *where)
             io = outputs.get(key)
             if io is None:
                 message = f"in ensemble {ens}, ensemble tensor {tensor} is mapped from non-existing output {key}"

@@ -8,9 +8,11 @@ folder named by a plain integer, and the model file its backend loads.
 from __future__ import annotations
 
 from pytest_triton.config import CONFIG_FILENAME
-from pytest_triton.lint.context import VERSION_DIR
+from pytest_triton.lint.context import INT64_MAX
 from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.context import RepositoryContext
+from pytest_triton.lint.context import is_canonical_version
+from pytest_triton.lint.context import read_version
 
 # default model file per platform and per backend (Triton's and each backend's defaults)
 PLATFORM_FILES: dict[str, tuple[str, ...]] = {
@@ -40,11 +42,10 @@ EXTENSION_BACKENDS = {
 }
 
 
-def _suspicious_version_name(name: str) -> bool:
-    if VERSION_DIR.match(name):
-        return False
-    digits = name.lstrip("vV").removeprefix("ersion").lstrip("_-")
-    return bool(digits) and digits.isdigit()
+def _number_in(name: str) -> str | None:
+    """The number a skipped folder name seems to mean ('v1', 'version_2', '01'), for the hint."""
+    digits = name.lstrip("vV").removeprefix("ersion").lstrip("_-").lstrip("0") or ("0" if "0" in name else "")
+    return digits if digits.isdigit() else None
 
 
 def check_repository_root(repo: RepositoryContext) -> None:
@@ -82,28 +83,59 @@ def check_model_folders(repo: RepositoryContext) -> None:
 
 
 def _check_versions(model: ModelContext) -> None:
-    folder = model.folder
     try:
-        children = sorted(folder.iterdir())
+        children = sorted(c for c in model.folder.iterdir() if c.is_dir())
     except OSError:
         return
-    ignored = [c for c in children if c.is_dir() and _suspicious_version_name(c.name)]
-    for child in ignored:
-        model.report_file(
-            "L102",
-            child,
-            f"version folder {child.name!r} is ignored by Triton (versions are plain integers without leading zeros)",
-            f"rename it to {int(child.name.lstrip('vV').removeprefix('ersion').lstrip('_-'))!s}/",
-        )
-    if not any(c.is_dir() and VERSION_DIR.match(c.name) for c in children):
-        extra = f" ({', '.join(repr(c.name) for c in ignored)} ignored)" if ignored else ""
+    skipped = []
+    for child in children:
+        version = read_version(child.name)
+        if version is None:
+            number = _number_in(child.name)
+            if number is not None:
+                skipped.append(child.name)
+                model.report_file(
+                    "L102",
+                    child,
+                    f"version folder {child.name!r} is ignored by Triton (a version is an integer without "
+                    "leading zeros)",
+                    f"rename it to {number}/",
+                )
+        elif not -INT64_MAX - 1 <= version <= INT64_MAX:
+            model.report_file(
+                "L110",
+                child,
+                f"version folder {child.name!r} does not fit in int64: tritonserver aborts while polling "
+                "(std::out_of_range from stoll)",
+                "use a small integer such as 1/",
+            )
+        elif not is_canonical_version(child.name):
+            model.report_file(
+                "L102",
+                child,
+                f"version folder {child.name!r} is read as version {version}, but Triton looks for its files "
+                f"in {version}/",
+                f"rename it to {version}/",
+            )
+    if not model.loaded_versions():
+        policy = ""
+        if model.parsed is not None and model.config.HasField("version_policy"):
+            policy = f" (version_policy: {_policy_text(model)}; versions found: {model.versions() or 'none'})"
+        elif skipped:
+            policy = f" ({', '.join(repr(n) for n in skipped)} ignored)"
         model.report_file(
             "L101",
-            folder,
-            f"at least one version must be available under the version policy of model {model.name!r}: "
-            f"no version folder{extra}",
-            "add a folder named 1/ holding the model file",
+            model.folder,
+            f"at least one version must be available under the version policy of model {model.name!r}"
+            + (policy or ": no version folder"),
+            "add a folder named 1/ holding the model file" if not policy else "fix version_policy or the folders",
         )
+
+
+def _policy_text(model: ModelContext) -> str:
+    from google.protobuf import text_format
+
+    return " ".join(text_format.MessageToString(model.config.version_policy, as_one_line=True).split()) or "{}"
 
 
 def _check_missing_config(model: ModelContext) -> None:
@@ -117,17 +149,20 @@ def _check_missing_config(model: ModelContext) -> None:
             "add config.pbtxt with platform or backend, or name the model file model.<backend> "
             "(model.onnx, model.plan, model.py, ...)",
         )
-    elif guessed not in {"onnxruntime", "tensorrt", "tensorflow"}:
+    else:
         model.report_file(
             "C002",
             model.config_path,
-            f"config.pbtxt is missing and the {guessed} backend cannot auto-complete one",
-            "write config.pbtxt with name, backend, inputs and outputs",
+            f"config.pbtxt is missing: Triton auto-completes it for the {guessed} backend (a server started "
+            "with --strict-model-config=true or --disable-auto-complete-config refuses the model)",
+            "write config.pbtxt with name, backend, max_batch_size, inputs and outputs so the interface is explicit",
         )
 
 
 def _backend_from_files(model: ModelContext) -> str | None:
-    for version in model.versions():
+    for version in model.loaded_versions():
+        if not (model.folder / str(version)).is_dir():
+            continue
         for item in sorted((model.folder / str(version)).iterdir()):
             if item.stem == "model" and item.suffix in EXTENSION_BACKENDS:
                 return EXTENSION_BACKENDS[item.suffix]
@@ -141,9 +176,11 @@ def expected_model_files(model: ModelContext) -> tuple[str, ...]:
         return (config.default_model_filename,)
     if config.platform == "ensemble":
         return ()
-    if config.platform in PLATFORM_FILES:
-        return PLATFORM_FILES[config.platform]
-    return BACKEND_FILES.get(config.backend, ())
+    # a named backend decides which file it loads (a python model labelled tensorrt_plan still
+    # loads model.py), except for TensorFlow platforms, whose auto-complete names the file
+    if config.backend and not config.platform.startswith("tensorflow_"):
+        return BACKEND_FILES.get(config.backend, ())
+    return PLATFORM_FILES.get(config.platform, BACKEND_FILES.get(config.backend, ()))
 
 
 def check_name(model: ModelContext) -> None:
@@ -174,8 +211,17 @@ def check_model_files(model: ModelContext) -> None:
     names = expected_model_files(model)
     if not names:
         return
-    for version in model.versions():
+    for version in model.loaded_versions():  # only what the version policy loads
         folder = model.folder / str(version)
+        if not folder.is_dir():
+            model.report_file(
+                "L104",
+                model.folder,
+                f"version {version} of model {model.name!r} is read from a folder not named {version}/, "
+                f"but Triton looks for {' or '.join(names)} in {version}/",
+                f"rename the version folder to {version}/",
+            )
+            continue
         if not any((folder / name).exists() for name in names):
             found = sorted(p.name for p in folder.iterdir())[:5]
             model.report_file(

@@ -14,6 +14,7 @@ import pytest
 from pytest_triton.config import parse_config
 from pytest_triton.lint import lint_path
 from pytest_triton.lint.rules import catalog
+from pytest_triton.lint.rules import load_rule_modules
 from tests.unit.lint.helpers import write_model
 
 MARK = "# <-"
@@ -209,6 +210,15 @@ FAILING: dict[str, tuple[Repo, str]] = {
         (fan_in("rep", "rep2"), FAN_STEPS, ONE),
         "in ensemble ens, step of model 'join' receives inputs originated from different decoupled models",
     ),
+    # found by the differential test: Triton accepts the step model alone, not the ensemble
+    "E321": (
+        (
+            ensemble([step("a", [("INPUT0", "IN")], [("OUTPUT0", "mid")], mark=("out", "OUTPUT0")), B]),
+            {"a": step_model("a", extra=io("output", ["OUTPUT0"])), "b": step_model("b")},
+            ONE,
+        ),
+        "in ensemble ens, multiple outputs in model a are mapped to the same ensemble tensor mid",
+    ),
 }
 
 INNER = ensemble([A, B], name="inner")
@@ -262,6 +272,7 @@ PASSING: dict[str, Repo] = {
     "E318": (BASE, {"a": step_model("a"), "b": step_model("b", dims="-1")}, ONE),
     # version 2 exists and is the latest
     "E319": (FAILING["E319"][0][0], STEPS, ("1", "2")),
+    "E321": (BASE, STEPS, ONE),
     # both branches descend from the same decoupled model
     "E320": (
         fan_in("rep", "plain", second_reads="x"),
@@ -287,6 +298,7 @@ def marked_line(text: str) -> int:
 
 
 def test_every_rule_has_a_failing_and_a_passing_case() -> None:
+    load_rule_modules()  # each family registers its ids when imported
     ids = {rule for rule in catalog.RULES if rule.startswith("E3")}
     assert ids == set(FAILING) == set(PASSING)
 

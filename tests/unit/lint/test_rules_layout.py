@@ -98,3 +98,65 @@ def test_folder_of_repositories(tmp_path: Path) -> None:
     assert lint_rules(tmp_path) == ["L103"]
     (tmp_path / "empty").mkdir()
     assert lint_rules(tmp_path / "empty") == ["L109"]
+
+
+# -- cases the differential test against the real Triton found -----------------------------------
+
+
+@pytest.mark.parametrize(("folder", "version"), [("1.0", 1), ("+2", 2), ("3a", 3)])
+def test_version_folder_read_by_leading_integer(tmp_path: Path, folder: str, version: int) -> None:
+    write_model(tmp_path, "ens", 'name: "ens"\nplatform: "ensemble"\n', {f"{folder}/.keep": ""})
+    findings = [f for f in lint_path(tmp_path) if f.rule.startswith("L")]
+    assert [(f.rule, f.severity) for f in findings] == [("L102", "warning")]
+    assert f"read as version {version}" in findings[0].message
+
+
+def test_python_model_in_non_canonical_folder_misses_its_file(tmp_path: Path) -> None:
+    python_model(tmp_path, version="1.0")
+    findings = lint_path(tmp_path)
+    assert [f.rule for f in findings] == ["L104", "L102"]
+    assert "Triton looks for model.py in 1/" in findings[0].message
+
+
+def test_version_overflowing_int64_is_an_error(tmp_path: Path) -> None:
+    python_model(tmp_path)
+    (tmp_path / "m" / "99999999999999999999").mkdir()
+    assert "L110" in lint_rules(tmp_path)
+
+
+def test_only_versions_the_policy_loads_need_model_files(tmp_path: Path) -> None:
+    python_model(tmp_path)
+    (tmp_path / "m" / "0").mkdir()  # empty, but only the latest version (1) is loaded
+    assert lint_path(tmp_path) == []
+    (tmp_path / "m" / "config.pbtxt").write_text(PYTHON.format(name="m") + "version_policy { all { } }\n")
+    assert lint_rules(tmp_path) == ["L104"]
+
+
+@pytest.mark.parametrize("policy", ["specific { versions: 2 }", "latest { }"])
+def test_version_policy_that_loads_nothing(tmp_path: Path, policy: str) -> None:
+    write_model(tmp_path, "m", PYTHON.format(name="m") + f"version_policy {{ {policy} }}\n", {"1/model.py": ""})
+    findings = lint_path(tmp_path)
+    assert [f.rule for f in findings] == ["L101"]
+    assert "version_policy" in findings[0].message
+
+
+def test_backend_decides_the_model_file_whatever_the_platform_label(tmp_path: Path) -> None:
+    write_model(tmp_path, "m", 'name: "m"\nplatform: "tensorrt_plan"\nbackend: "python"\n', {"1/model.py": ""})
+    assert "L104" not in lint_rules(tmp_path)
+
+
+def test_missing_python_config_is_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "m" / "1").mkdir(parents=True)
+    (tmp_path / "m" / "1" / "model.py").write_text(MODEL_PY)
+    assert [(f.rule, f.severity) for f in lint_path(tmp_path)] == [("C002", "warning")]
+
+
+def test_plus_sign_and_non_utf8_comment(tmp_path: Path) -> None:
+    write_model(tmp_path, "m", 'name: "m"\nbackend: "python"\nmax_batch_size: +2\n', {"1/model.py": ""})
+    (finding,) = lint_path(tmp_path)
+    assert (finding.rule, finding.line, finding.col) == ("C001", 3, 17)
+    assert "Expected integer, got: +" in finding.message
+    (tmp_path / "m" / "config.pbtxt").write_bytes(b'# caf\xe9\nname: "m"\nbackend: "python"\n')
+    assert lint_path(tmp_path) == []
+    (tmp_path / "m" / "config.pbtxt").write_bytes(b'name: "m\xe9"\nbackend: "python"\n')
+    assert lint_rules(tmp_path) == ["C001"]

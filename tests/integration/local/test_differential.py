@@ -1,0 +1,237 @@
+"""Differential test: the linter and the real Triton must give the same verdict on every repository.
+
+Hypothesis draws small repositories (a python model, or an ensemble over python models) with one mutation
+each (:mod:`.differential_cases`). Each one is written into the scratch repository of an embedded Triton
+(explicit model control), loaded through the repository API and linted. Triton rejecting the load must
+coincide with the linter reporting at least one error of a core-level family: C (config syntax),
+L (layout), S (schema) or E (ensembles); A, O and D rules are not Triton core's to decide and are left
+out. A disagreement is a linter bug, or a gap in what it models.
+
+Two servers run side by side: Triton's default (auto-complete on) for the kinds where auto-complete
+changes the verdict, and one with ``--disable-auto-complete-config`` for the others. Their verdicts agree
+on every other kind (256 generated cases checked), and a python model loads there in ~0.25 s instead of
+~1.5 s (auto-complete starts, and waits out, an extra python stub per load).
+
+One test per mutation kind, so every kind is exercised and a failure names it. Each kind gets up to
+``PYTEST_TRITON_DIFFERENTIAL_EXAMPLES`` examples (default 6) and stops drawing new ones after
+``PYTEST_TRITON_DIFFERENTIAL_SECONDS`` seconds of its own (default 2.0). The module prints a summary (how
+many repositories were compared, Triton's accept/reject split, every disagreement) when it finishes.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import importlib.util
+import itertools
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck
+from hypothesis import Phase
+from hypothesis import given
+from hypothesis import settings
+
+if not sys.platform.startswith("linux") or importlib.util.find_spec("pytriton") is None:
+    pytest.skip(
+        "the differential test needs the embedded tritonserver: nvidia-pytriton is not installed "
+        "(pip install 'pytest-triton[serve]') or this is not Linux",
+        allow_module_level=True,
+    )
+
+from pytest_triton.errors import ModelLoadError
+from pytest_triton.errors import ServerError
+from pytest_triton.lint import Finding
+from pytest_triton.lint import lint_path
+from pytest_triton.servers import LocalLauncher
+from pytest_triton.servers.logs import model_failure_reason
+from pytest_triton.servers.rest import TritonRest
+
+from .differential_cases import MUTATIONS
+from .differential_cases import TOKEN
+from .differential_cases import Case
+from .differential_cases import Mutation
+from .differential_cases import cases
+
+pytestmark = pytest.mark.xdist_group("embedded-triton")
+
+CORE_FAMILIES = ("C", "L", "S", "E")
+LOAD_TIMEOUT = 20.0  # a python model loads in ~1.5 s; the python backend hangs when its model file is missing
+EXAMPLES = int(os.environ.get("PYTEST_TRITON_DIFFERENTIAL_EXAMPLES", "6"))
+SECONDS = float(os.environ.get("PYTEST_TRITON_DIFFERENTIAL_SECONDS", "2.0"))
+
+
+def _core_error(finding: Finding) -> bool:
+    return finding.severity == "error" and finding.rule.startswith(CORE_FAMILIES)
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """One repository on which Triton and the linter gave different verdicts."""
+
+    case: Case
+    prefix: str
+    triton_error: str | None
+    findings: tuple[Finding, ...]
+
+    def report(self) -> str:
+        core = [f for f in self.findings if _core_error(f)]
+        triton = "ACCEPTS (the model loaded)" if self.triton_error is None else f"REJECTS: {self.triton_error}"
+        linter = f"REJECTS ({len(core)} core-level errors)" if core else "ACCEPTS (no core-level error)"
+        return "\n".join(
+            [
+                f"mutation {self.case.mutation} (meant to {self.case.expect})",
+                f"Triton {triton}",
+                f"linter {linter}; its findings:",
+                *(f"  {f.format()}" for f in self.findings),
+                self.case.describe(self.prefix),
+            ]
+        )
+
+
+@dataclass
+class Tally:
+    """What the module compared, for its summary."""
+
+    compared: int = 0
+    on_autocomplete: int = 0
+    triton_accepted: int = 0
+    triton_rejected: int = 0
+    started: float = field(default_factory=time.monotonic)
+    prefixes: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    kinds: collections.Counter[str] = field(default_factory=collections.Counter)
+    rules: collections.Counter[str] = field(default_factory=collections.Counter)
+    disagreements: list[Disagreement] = field(default_factory=list)
+    unexpected: list[str] = field(default_factory=list)  # both sides agree, but not as the mutation meant
+
+    def summary(self) -> list[str]:
+        lines = [
+            f"{self.compared} repositories compared with Triton in {time.monotonic() - self.started:.1f} s: "
+            f"{self.triton_accepted} accepted and {self.triton_rejected} rejected by Triton "
+            f"({self.on_autocomplete} of them on the server with auto-complete, the others without); "
+            f"{len(self.disagreements)} disagreement(s) with the linter",
+            f"mutation kinds run: {len(self.kinds)} of {len(MUTATIONS)}",
+            "core-level error rules reported: " + " ".join(f"{r}x{n}" for r, n in sorted(self.rules.items())),
+        ]
+        lines += [f"agreed, but not as the mutation meant: {note}" for note in self.unexpected]
+        for index, disagreement in enumerate(self.disagreements, 1):
+            lines += [f"DISAGREEMENT {index}:", *disagreement.report().splitlines()]
+        return lines
+
+
+@pytest.fixture(scope="module")
+def tally(request: pytest.FixtureRequest) -> Iterator[Tally]:
+    """The module's counts; printed to the terminal when the module finishes."""
+    counts = Tally()
+    yield counts
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and counts.compared:
+        reporter.write("\n")
+        reporter.write_sep("-", "linter vs Triton differential")
+        for line in counts.summary():
+            reporter.write_line(line)
+
+
+@dataclass(frozen=True)
+class Server:
+    """A running Triton and its (initially empty) repository, where each example writes and removes folders."""
+
+    launcher: LocalLauncher
+    repository: Path
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[bool, Server]]:
+    """Two embedded Tritons in explicit model-control mode, by auto-complete on (True) or off (False)."""
+    with contextlib.ExitStack() as stack:
+        running = {}
+        for autocomplete in (True, False):
+            repository = tmp_path_factory.mktemp("differential-auto" if autocomplete else "differential-strict")
+            launcher = LocalLauncher(repository, startup_timeout=120, progress=None, auto_complete_config=autocomplete)
+            running[autocomplete] = Server(stack.enter_context(launcher), repository)
+        yield running
+
+
+def _load(triton: LocalLauncher, name: str) -> str | None:
+    """Load through the repository API: None when the model loaded, else Triton's error text.
+
+    "failed to poll from model repository" says nothing more over HTTP: the reason is in the log.
+    """
+    try:
+        TritonRest(triton.urls.http).load(name, timeout=LOAD_TIMEOUT)
+    except TimeoutError:
+        pytest.fail(f"Triton did not answer the load of {name!r} within {LOAD_TIMEOUT:.0f} s", pytrace=False)
+    except ModelLoadError as err:
+        reason = err.reason.strip()
+        detail = model_failure_reason(triton.logs().splitlines(), name)
+        return f"{reason}\n{detail}" if detail and detail not in reason else reason
+    return None
+
+
+def _compare(server: Server, tally: Tally, case: Case) -> Disagreement | None:
+    triton, prefix = server.launcher, f"d{next(tally.prefixes)}_"
+    folders = case.write(server.repository, prefix)
+    try:
+        findings = tuple(f for folder in folders for f in lint_path(folder))
+        error = _load(triton, case.target.replace(TOKEN, prefix))
+    finally:
+        rest = TritonRest(triton.urls.http)
+        for name in case.names(prefix):
+            with contextlib.suppress(ServerError):  # never loaded: it failed, or a step was not reached
+                rest.unload(name)
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
+    tally.compared += 1
+    tally.on_autocomplete += triton.auto_complete_config
+    tally.kinds[case.mutation.split(" ", 1)[0]] += 1
+    if error is None:
+        tally.triton_accepted += 1
+    else:
+        tally.triton_rejected += 1
+    core = [f for f in findings if _core_error(f)]
+    tally.rules.update(f.rule for f in core)
+    if (error is not None) != bool(core) or any(f.rule == "X001" for f in findings):
+        disagreement = Disagreement(case, prefix, error, findings)
+        tally.disagreements.append(disagreement)
+        return disagreement
+    if case.expect != "either" and (case.expect == "reject") != (error is not None):
+        tally.unexpected.append(f"{case.mutation} (meant to {case.expect}, both {'rejected' if error else 'accepted'})")
+    return None
+
+
+@pytest.mark.parametrize("kind", MUTATIONS, ids=[m.name for m in MUTATIONS])
+def test_linter_agrees_with_triton(kind: Mutation, servers: dict[bool, Server], tally: Tally) -> None:
+    server = servers[kind.autocomplete]
+    found: list[Disagreement] = []
+    spent = 0.0
+
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        phases=(Phase.explicit, Phase.generate),  # no shrinking: every load is a real server round trip
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+    )
+    @given(cases(kind))
+    def compare(case: Case) -> None:
+        nonlocal spent
+        if spent >= SECONDS:
+            return
+        started = time.monotonic()
+        disagreement = _compare(server, tally, case)
+        spent += time.monotonic() - started
+        if disagreement is not None:
+            found.append(disagreement)
+
+    compare()
+    if found:
+        reports = "\n\n".join(d.report() for d in found)
+        pytest.fail(f"the linter and Triton disagree on {len(found)} repositories:\n\n{reports}", pytrace=False)
