@@ -6,7 +6,16 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-report}
 mkdir -p "$out"
-export PYTHONPATH=/tmp/site:$PWD
+# The python backend stub imports from the environment of the first python3 on PATH, and the
+# image's venv has numpy 2, with which the stub (built for numpy 1) returns empty output tensors.
+# A venv whose .pth puts /tmp/site (numpy 1.26, onnxruntime-gpu, tritonclient) before the image's
+# packages gives the tests and the stub one consistent environment.
+if [ ! -x /tmp/venv/bin/python3 ]; then
+  /usr/bin/python3 -m venv /tmp/venv
+  sp=$(/tmp/venv/bin/python3 -c "import site; print(site.getsitepackages()[0])")
+  printf '/tmp/site\n/opt/torch/.venv/lib/python3.12/site-packages\n' > "$sp/zz_site.pth"
+fi
+export PATH=/tmp/venv/bin:$PATH PYTHONPATH=$PWD
 # onnxruntime-gpu's CUDA provider needs every lib folder of the nvidia packages
 nvidia_root=$(python3 -c "import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))" 2>/dev/null || true)
 if [ -n "$nvidia_root" ]; then

@@ -206,7 +206,8 @@ class RepositoryBuilder:
         outputs: Sequence[TensorSpec],
         max_batch_size: int = 0,
     ) -> Self:
-        """Add an ensemble; its version folder 1/ is created empty, as Triton requires."""
+        """Add an ensemble; its version folder 1/ holds only a .gitkeep (Triton needs the folder, git
+        keeps no empty folders: a clone without 1/ fails with "at least one version must be available")."""
         config = self._new_config(name, max_batch_size)
         config.platform = "ensemble"
         self._set_io(config, inputs, outputs)
@@ -216,7 +217,7 @@ class RepositoryBuilder:
                 entry.input_map[key] = value
             for key, value in step.output_map.items():
                 entry.output_map[key] = value
-        return self.add_config(config, {"1/": b""})
+        return self.add_config(config, {"1/.gitkeep": b""})
 
     def add_tensorrt(
         self,

@@ -7,6 +7,7 @@ dims, max_batch_size, dynamic batching and version folders; its ``model.py`` is 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -64,6 +65,41 @@ def _available_providers() -> list[str]:
     return list(onnxruntime.get_available_providers())
 
 
+@functools.cache
+def tensorrt_unavailable_reason() -> str | None:
+    """Why ONNX Runtime's TensorRT provider cannot run here, or None when a session starts on it.
+
+    onnxruntime-gpu lists TensorrtExecutionProvider even where libnvinfer is missing; only a
+    session tells (ONNX Runtime then falls back to another provider with an "EP Error")."""
+    import onnxruntime
+
+    if "TensorrtExecutionProvider" not in onnxruntime.get_available_providers():
+        return "this onnxruntime offers no TensorrtExecutionProvider"
+    from onnx import TensorProto
+    from onnx import helper
+
+    value = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "probe",
+        [value],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 4  # the probe's own fallback message is expected, keep it quiet
+    try:
+        session = onnxruntime.InferenceSession(
+            model.SerializeToString(), options, providers=["TensorrtExecutionProvider"]
+        )
+    except Exception as exc:  # any failure to start means TensorRT is not usable
+        return f"TensorrtExecutionProvider failed to start: {exc}"
+    if "TensorrtExecutionProvider" not in session.get_providers():
+        return "TensorrtExecutionProvider is listed but does not start (TensorRT's libnvinfer is not installed?)"
+    return None
+
+
 def _providers(config: Any, has_gpu: bool, report: AdaptedModel) -> list[Any]:
     """ONNX Runtime providers for the config's accelerators, in preference order."""
     available = _available_providers()
@@ -76,6 +112,9 @@ def _providers(config: Any, has_gpu: bool, report: AdaptedModel) -> list[Any]:
                 continue
             if provider not in available:
                 report.notes.append(f"{accel.name} accelerator requested but {provider} is not in this onnxruntime")
+                continue
+            if provider == "TensorrtExecutionProvider" and (reason := tensorrt_unavailable_reason()) is not None:
+                report.notes.append(f"tensorrt accelerator requested but not usable: {reason}")
                 continue
             if provider == "TensorrtExecutionProvider":
                 providers.append((provider, _tensorrt_options(accel.parameters)))

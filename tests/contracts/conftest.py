@@ -46,6 +46,13 @@ class Served:
     providers: tuple[str, ...]
     notes: tuple[str, ...]
 
+    @property
+    def precision(self) -> str:
+        """The parity preset for what runs: CUDA fp32 matmuls are TF32 by ONNX Runtime's default."""
+        if self.variant.endswith(("fp16", "tensorrt")):
+            return "fp16"
+        return "tf32" if self.providers[0] == "CUDAExecutionProvider" else "fp32"
+
     def client(self, tokenizer: NliTokenizer) -> NliClient:
         return NliClient(TritonHttpTransport(self.server.urls.http), tokenizer)
 
@@ -102,13 +109,11 @@ def ensemble_served(triton_server_factory: TritonServerFactory) -> Served:
 
 def tensorrt_missing_reason(server_has_gpu: bool) -> str | None:
     """Why the TensorRT variant cannot run here, or None when it can."""
-    import onnxruntime
+    from pytest_triton.repository.onnx_adapter import tensorrt_unavailable_reason
 
     if not server_has_gpu:
         return "TensorRT needs a GPU and none is visible (run the --gpu suite on a GPU runner)"
-    if "TensorrtExecutionProvider" not in onnxruntime.get_available_providers():
-        return "this onnxruntime offers no TensorrtExecutionProvider (TensorRT libraries are not installed)"
-    return None
+    return tensorrt_unavailable_reason()
 
 
 @pytest.fixture(scope="session")

@@ -95,3 +95,18 @@ def test_latency_tensorrt_fp16(
     served: Served = request.getfixturevalue("tensorrt_served")
     client = served.client(tokenizer)
     measure_client(triton_bench, served.variant, client.logits, samples, benchmark, served=served)
+
+
+def test_latency_cuda_fp16(
+    triton_bench: TritonBench,
+    onnx_served: Served,
+    request: pytest.FixtureRequest,
+    samples: list[NliSample],
+    tokenizer: NliTokenizer,
+    benchmark: Any,
+) -> None:
+    if not onnx_served.server.has_gpu:
+        triton_bench.skip_variant("triton-cuda-fp16", "the CUDA fp16 variant needs a GPU and none is visible")
+    served: Served = request.getfixturevalue("cuda_fp16_served")
+    client = served.client(tokenizer)
+    measure_client(triton_bench, served.variant, client.logits, samples, benchmark, served=served)

@@ -47,7 +47,9 @@ class TritonPythonModel:
         ort = _import_onnxruntime(config)
         version_dir = os.path.join(args["model_repository"], args["model_version"])
         filename = _param(config, "model_file", "model.onnx")
-        providers = json.loads(_param(config, "providers", '["CPUExecutionProvider"]'))
+        # JSON has no tuples; ONNX Runtime wants (name, options) pairs as tuples
+        providers = [p if isinstance(p, str) else tuple(p) for p in json.loads(_param(config, "providers", "[]"))]
+        providers = providers or ["CPUExecutionProvider"]
         options = ort.SessionOptions()
         threads = int(_param(config, "intra_op_threads", "0"))
         if threads:
