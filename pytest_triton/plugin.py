@@ -74,7 +74,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "triton_window_ms",
         "Latency measurement window in ms; windows repeat until the last three agree within 10%",
-        default="2000",
+        default="3000",
     )
     parser.addini("triton_lint_paths", "Paths linted as test items (like --triton-lint)", type="paths", default=[])
     parser.addini("triton_repository", "Model repository served by the triton_server fixture", default="")
