@@ -145,6 +145,7 @@ def to_markdown(results: Sequence[VariantResult]) -> str:
 # -- SVG ------------------------------------------------------------------------------------------------------
 
 _W, _PANEL, _SKIP_PANEL, _LEFT, _RIGHT, _TOP = 760, 190, 44, 60, 20, 34
+_TITLE_CHARS = 100
 
 
 def _ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -158,7 +159,9 @@ def _histogram_panel(r: VariantResult, y0: int) -> list[str]:
         s = r.latency
         title += f" b={s.batch_size} n={s.count}: p50 {s.p50_ms:.2f} ms, p99 {s.p99_ms:.2f} ms"
     title += f" | {verdict_text(r)}"
-    out.append(f'<text x="{_LEFT}" y="{y0 + 16}" font-size="13" font-weight="bold">{escape(title[:150])}</text>')
+    if len(title) > _TITLE_CHARS:  # keep it inside the picture; the full text is in the JSON and Markdown
+        title = title[: _TITLE_CHARS - 1] + "…"
+    out.append(f'<text x="{_LEFT}" y="{y0 + 16}" font-size="12" font-weight="bold">{escape(title)}</text>')
     samples = sorted(r.samples_ms)
     budget_p99 = None
     if r.budget is not None and r.budget.p99_ms is not None:
@@ -198,7 +201,9 @@ def _histogram_panel(r: VariantResult, y0: int) -> list[str]:
     for value, color, label, dash in marks:
         x = x_of(value)
         out.append(f'<line x1="{x:.1f}" y1="{base - plot_h}" x2="{x:.1f}" y2="{base}" stroke="{color}"{dash}/>')
-        out.append(f'<text x="{x + 3:.1f}" y="{base - plot_h + 10}" font-size="10" fill="{color}">{label}</text>')
+        near_right = x > _W - _RIGHT - 80  # label to the left of its line, inside the picture
+        anchor = f'x="{x - 3:.1f}" text-anchor="end"' if near_right else f'x="{x + 3:.1f}"'
+        out.append(f'<text {anchor} y="{base - plot_h + 10}" font-size="10" fill="{color}">{label}</text>')
     return out
 
 
@@ -215,8 +220,8 @@ def to_svg(results: Sequence[VariantResult]) -> str:
         else:
             text = f"{r.variant} ({r.hardware}): {verdict_text(r)}"
             body.append(
-                f'<text class="no-samples" x="{_LEFT}" y="{y + 20}" font-size="13" fill="#7f7f7f">'
-                f"{escape(text[:160])}</text>"
+                f'<text class="no-samples" x="{_LEFT}" y="{y + 20}" font-size="11" fill="#7f7f7f">'
+                f"{escape(text if len(text) <= _TITLE_CHARS + 10 else text[: _TITLE_CHARS + 9] + '…')}</text>"
             )
             y += _SKIP_PANEL
     height = max(y + 10, 40)
