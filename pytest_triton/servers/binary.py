@@ -147,13 +147,21 @@ def prepare_backend_dir(package: Path, python_version: str, cache_dir: Path) -> 
         (staging / "python").mkdir()
         for name, src in sources.items():
             (staging / "python" / name).symlink_to(src.resolve())
-        if target.exists():  # stale (nvidia-pytriton moved or was reinstalled)
-            shutil.rmtree(target, ignore_errors=True)
-        try:
-            os.rename(staging, target)  # atomic: concurrent xdist workers build the same folder
-        except OSError:
-            if not _backend_dir_ok(target, sources):
-                raise
+        for _attempt in range(5):  # concurrent xdist workers (or threads) build the same folder
+            if _backend_dir_ok(target, sources):
+                return target  # another builder won
+            if target.exists():  # stale (nvidia-pytriton moved or was reinstalled): move it aside atomically
+                trash = Path(tempfile.mkdtemp(prefix=".stale-", dir=cache_dir))
+                with contextlib.suppress(OSError):  # someone else moved or replaced it first
+                    os.rename(target, trash / "old")
+                shutil.rmtree(trash, ignore_errors=True)
+            try:
+                os.rename(staging, target)  # atomic
+                return target
+            except OSError:
+                continue  # a complete folder appeared meanwhile: checked at the top of the loop
+        if not _backend_dir_ok(target, sources):
+            raise ServerStartError(f"could not build the backend folder {str(target)!r}: it keeps changing under us")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
