@@ -55,33 +55,14 @@ def lint_targets_from_config(config: pytest.Config) -> list[Path]:
 
 
 def _group(target: Path, findings: list[Finding]) -> dict[str, list[Finding]]:
-    """Findings keyed by model folder name ('' for repository-level ones)."""
-    from pytest_triton.lint.runner import find_repositories
+    """Findings keyed by model folder ('' for repository-level and archive findings)."""
+    from pytest_triton.lint.runner import target_models
 
-    groups: dict[str, list[Finding]] = {}
-    roots = [str(r) for r in find_repositories(target)] if target.is_dir() else []
-    if target.is_dir() and (target / "config.pbtxt").exists():
-        roots = [str(target.parent)]
-    for model_dir in _model_folders(target):
-        groups.setdefault(model_dir, [])
+    groups: dict[str, list[Finding]] = {str(folder): [] for folder in target_models(target)}
     for finding in findings:
-        key = ""
-        for root in roots:
-            if finding.path.startswith(root + "/"):
-                key = str(Path(root) / finding.path[len(root) + 1 :].split("/")[0])
-                break
+        key = next((folder for folder in groups if finding.path == folder or finding.path.startswith(folder + "/")), "")
         groups.setdefault(key, []).append(finding)
     return groups
-
-
-def _model_folders(target: Path) -> list[str]:
-    from pytest_triton.lint.runner import find_repositories
-
-    if not target.is_dir():
-        return []
-    if (target / "config.pbtxt").exists():
-        return [str(target)]
-    return [str(child) for root in find_repositories(target) for child in sorted(root.iterdir()) if child.is_dir()]
 
 
 def collect_lint_items(session: pytest.Session, targets: list[Path]) -> list[pytest.Item]:

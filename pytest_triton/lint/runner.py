@@ -54,6 +54,20 @@ def find_repositories(folder: Path) -> list[Path]:
     return found
 
 
+def is_model_target(target: Path) -> bool:
+    """Whether ``lint_path(target)`` treats ``target`` as one model folder (not a repository)."""
+    return target.is_dir() and not is_repository(target) and _looks_like_model(target)
+
+
+def target_models(target: Path) -> list[Path]:
+    """The model folders that ``lint_path(target)`` reports on (none for an archive)."""
+    if not target.is_dir():
+        return []
+    if is_model_target(target):
+        return [target]
+    return [child for root in find_repositories(target) for child in sorted(root.iterdir()) if child.is_dir()]
+
+
 def _run(check: Callable[[Any], None], target: ModelContext | RepositoryContext, reporter: Reporter) -> None:
     try:
         check(target)
@@ -151,7 +165,7 @@ def lint_path(path: str | Path, *, sagemaker_default_model: str | None = None) -
             "pass a repository, a model folder or a .tar.gz",
         )
         return reporter.findings
-    if not is_repository(target) and _looks_like_model(target):
+    if is_model_target(target):
         repo = lint_repository(target.parent, reporter, sagemaker_default_model=sagemaker_default_model)
         prefix = str(target) + "/"
         own = [f for f in reporter.findings if f.path == str(target) or f.path.startswith(prefix)]

@@ -170,6 +170,11 @@ class LocalLauncher:
         return self._urls
 
     @property
+    def shm_prefix(self) -> str:
+        """The prefix of this server's python-backend shared-memory regions ("" before start)."""
+        return self._shm_prefix
+
+    @property
     def pid(self) -> int | None:
         """The tritonserver process id (None before start)."""
         return None if self._proc is None else self._proc.pid

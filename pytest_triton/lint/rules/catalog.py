@@ -42,11 +42,13 @@ RULES: dict[str, Rule] = {}
 
 
 def register(rules: list[tuple[str, Severity, str]]) -> None:
-    """Add a family of rules; an id may be registered once only."""
+    """Add a family of rules. Registering the same rule again is harmless (a module imported twice,
+    as pytester does); giving an id a different definition is an error."""
     for rule_id, severity, title in rules:
-        if rule_id in RULES:
-            raise ValueError(f"rule id {rule_id!r} is registered twice")
-        RULES[rule_id] = Rule(rule_id, severity, title)
+        rule = Rule(rule_id, severity, title)
+        if RULES.get(rule_id, rule) != rule:
+            raise ValueError(f"rule id {rule_id!r} is registered twice: {RULES[rule_id]} and {rule}")
+        RULES[rule_id] = rule
 
 
 register(_TABLE)

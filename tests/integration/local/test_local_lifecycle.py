@@ -54,8 +54,8 @@ def test_stop_leaves_no_process_and_no_shared_memory(repository: Path) -> None:
     assert process_name(pid) == "tritonserver"
     stubs = stubs_of(pid)
     assert len(stubs) == 2, "one python stub per model instance"
-    prefix = f"pytest_triton_{os.getpid()}_"
-    assert _shm(prefix), "the python backend's shared memory carries our prefix"
+    assert launcher.shm_prefix.startswith(f"pytest_triton_{os.getpid()}_")
+    assert _shm(launcher.shm_prefix), "the python backend's shared memory carries our prefix"
 
     started = time.monotonic()
     launcher.stop()
@@ -63,7 +63,7 @@ def test_stop_leaves_no_process_and_no_shared_memory(repository: Path) -> None:
     assert not alive(pid)
     assert [p for p in stubs if alive(p)] == []
     assert in_group(pid) == []
-    assert _shm(launcher.command[-1].split("=")[-1]) == []
+    assert _shm(launcher.shm_prefix) == []
     assert "successfully loaded 'add2'" in launcher.logs()  # the log outlives the server
     launcher.stop()  # idempotent
 
@@ -153,7 +153,7 @@ def test_server_killed_under_the_launcher(repository: Path) -> None:
     launcher.stop()  # the orphaned stubs and their shared memory go too
     assert [p for p in stubs if alive(p)] == []
     assert in_group(pid) == []
-    assert _shm(launcher.command[-1].split("=")[-1]) == []
+    assert _shm(launcher.shm_prefix) == []
 
 
 FORGETFUL = """

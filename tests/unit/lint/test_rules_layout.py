@@ -160,3 +160,11 @@ def test_plus_sign_and_non_utf8_comment(tmp_path: Path) -> None:
     assert lint_path(tmp_path) == []
     (tmp_path / "m" / "config.pbtxt").write_bytes(b'name: "m\xe9"\nbackend: "python"\n')
     assert lint_rules(tmp_path) == ["C001"]
+
+
+def test_registering_a_rule_again_is_harmless_but_a_conflict_is_not() -> None:
+    from pytest_triton.lint.rules import catalog
+
+    catalog.register([("L101", catalog.RULES["L101"].severity, catalog.RULES["L101"].title)])
+    with pytest.raises(ValueError, match="'L101' is registered twice"):
+        catalog.register([("L101", "info", "something else")])
