@@ -116,7 +116,10 @@ def default_cache_dir() -> Path:
 
 
 def _backend_dir_ok(directory: Path, sources: dict[str, Path]) -> bool:
-    return all((directory / "python" / name).resolve() == src.resolve() for name, src in sources.items())
+    try:  # another builder may be moving the folder away right now
+        return all((directory / "python" / name).resolve() == src.resolve() for name, src in sources.items())
+    except OSError:
+        return False
 
 
 def prepare_backend_dir(package: Path, python_version: str, cache_dir: Path) -> Path:
