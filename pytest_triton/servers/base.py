@@ -111,6 +111,14 @@ class TritonLauncher(Protocol):
         """The last ``lines`` lines of the server log."""
         ...
 
+    def exit_status(self) -> str | None:
+        """How a server this launcher runs has ended ("was killed by SIGSEGV"); None while it runs or is not ours."""
+        ...
+
+    def check_alive(self) -> None:
+        """Raise ServerError, saying how the server ended and with its log tail, if it no longer runs."""
+        ...
+
     def model_ready(self, name: str, version: str = "") -> bool:
         """Whether model ``name`` (or one of its versions) is ready for inference."""
         ...

@@ -48,6 +48,7 @@ from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.logs import server_error
 from pytest_triton.servers.ports import PortReservation
 from pytest_triton.servers.ports import reserve_ports
+from pytest_triton.servers.process import describe_exit
 from pytest_triton.servers.process import remove_shm
 from pytest_triton.servers.process import shm_prefix
 from pytest_triton.servers.process import spawn
@@ -59,6 +60,7 @@ from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress
 from pytest_triton.servers.wait import wait_models_ready
+from pytest_triton.servers.wait import wait_models_unloaded
 from pytest_triton.servers.wait import wait_until
 
 if TYPE_CHECKING:
@@ -136,6 +138,7 @@ class LocalLauncher:
         self._log: LogFile | None = None
         self._workdir: Path | None = None
         self._shm_prefix = ""
+        self._stopped = False  # stop() ran: the process ending is ours, not a crash
         self._has_gpu: bool | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self.command: list[str] = []
@@ -183,6 +186,26 @@ class LocalLauncher:
     def running(self) -> bool:
         """Whether the tritonserver process is running."""
         return self._proc is not None and self._proc.poll() is None
+
+    def exit_status(self) -> str | None:
+        """How the server ended on its own ("was killed by SIGSEGV", "exited with code 1").
+
+        None while it runs, before start() and after stop().
+        """
+        if self._proc is None or self._stopped or self._proc.poll() is None:
+            return None
+        return describe_exit(self._proc.returncode)
+
+    def check_alive(self) -> None:
+        """Raise ServerError naming how the server ended, with its log tail, if it is no longer running."""
+        status = self.exit_status()
+        if status is not None:
+            assert self._proc is not None
+            raise ServerError(
+                f"tritonserver (pid {self._proc.pid}) is no longer running: it {status}",
+                exit_code=self._proc.returncode,
+                log_tail=self.log_tail(),
+            )
 
     def _build_command(self, binary: TritonBinary, models: list[str], ports: tuple[int, ...]) -> list[str]:
         cmd = [
@@ -366,6 +389,7 @@ class LocalLauncher:
 
     def stop(self) -> None:
         """Stop tritonserver and its python stubs, remove their shared memory; calling it again does nothing."""
+        self._stopped = True
         if self._finalizer is not None:
             self._finalizer.detach()
         if self._proc is not None:
@@ -424,9 +448,15 @@ class LocalLauncher:
                 reason = f"{reason}: {detail.splitlines()[-1]}" if detail else reason
             raise ModelLoadError(name, reason, log_tail=self.log_tail()) from None
 
-    def unload_model(self, name: str) -> None:
-        """Unload a model (Triton answers before the unload finished)."""
-        self._rest().unload(name)
+    def unload_model(self, name: str, *, wait: bool = True, timeout: float = 30.0) -> None:
+        """Unload a model; with ``wait`` (the default) return once Triton has finished unloading it.
+
+        Triton itself answers the request at once and unloads in the background.
+        """
+        rest = self._rest()
+        rest.unload(name)
+        if wait:
+            wait_models_unloaded(rest, [name], timeout=timeout, progress=self.progress, log_tail=self.log_tail)
 
     def wait_ready(self, models: Sequence[str], timeout: float) -> None:
         """Wait until the server and each of ``models`` are ready, at most ``timeout`` s."""

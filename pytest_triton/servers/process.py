@@ -208,6 +208,17 @@ def stop_process_group(
         _wait_group_empty(pgid, 5.0)
 
 
+def describe_exit(returncode: int) -> str:
+    """Words for a Popen return code: "exited with code 1", or "was killed by SIGSEGV" for -11."""
+    if returncode >= 0:
+        return f"exited with code {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    return f"was killed by {name}"
+
+
 def shm_prefix(token: str) -> str:
     """The shared-memory region prefix for one launcher of this process: ``pytest_triton_<pid>_<token>_``."""
     return f"{SHM_PREFIX}{os.getpid()}_{token}_"

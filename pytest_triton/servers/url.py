@@ -149,6 +149,15 @@ class UrlLauncher:
         """Always "" (see :meth:`logs`)."""
         return ""
 
+    def exit_status(self) -> str | None:
+        """Always None: the server's process belongs to someone else."""
+        return None
+
+    def check_alive(self) -> None:
+        """Raise ServerError if the server no longer answers ``GET /v2/health/live``."""
+        if not self._rest.live():
+            raise ServerError(f"the Triton server at {self._urls.http} no longer answers GET /v2/health/live")
+
     def model_ready(self, name: str, version: str = "") -> bool:
         """Whether ``GET /v2/models/NAME[/versions/V]/ready`` answers 200."""
         return self._rest.model_ready(name, version)

@@ -39,6 +39,7 @@ def wait_until(
     *,
     timeout: float,
     what: str = "tritonserver",
+    goal: str = "ready",
     progress: ProgressCallback | None = stderr_progress,
     progress_every: float = 5.0,
     interval: float = 0.25,
@@ -67,7 +68,7 @@ def wait_until(
         if now >= deadline:
             status = f" ({poll.status})" if poll.status else ""
             raise ServerTimeout(
-                f"{what} not ready after {timeout:.1f} s{status}; raise the timeout or look at the log below",
+                f"{what} not {goal} after {timeout:.1f} s{status}; raise the timeout or look at the log below",
                 log_tail=log_tail() if log_tail is not None else "",
             )
         if progress is not None and now >= next_progress:
@@ -120,6 +121,43 @@ def wait_models_ready(
         lambda: models_poll(rest, names),
         timeout=timeout,
         what=what,
+        progress=progress,
+        log_tail=log_tail,
+    )
+
+
+# states a model passes through while Triton still holds it (the index shows UNAVAILABLE once it is gone)
+_HELD_STATES = frozenset({"READY", "LOADING", "UNLOADING"})
+
+
+def unloaded_poll(rest: TritonRest, models: Sequence[str]) -> Poll:
+    """One check that Triton has finished unloading each of ``models`` (none READY, LOADING or UNLOADING)."""
+    held = sorted({e.name for e in rest.index() if e.name in models and e.state in _HELD_STATES})
+    if held:
+        return Poll(False, f"still held: {', '.join(map(repr, held[:5]))}")
+    return Poll(True)
+
+
+def wait_models_unloaded(
+    rest: TritonRest,
+    models: Sequence[str],
+    *,
+    timeout: float,
+    progress: ProgressCallback | None = stderr_progress,
+    log_tail: Callable[[], str] | None = None,
+) -> float:
+    """Wait until Triton has finished unloading each of ``models``.
+
+    Triton answers an unload request at once and unloads in the background. Loading other models while
+    unloads are still running has crashed tritonserver 2.51 (SIGSEGV in libtritonserver, seen under load
+    with ensembles), so callers that churn models wait here between rounds.
+    """
+    names = list(models)
+    return wait_until(
+        lambda: unloaded_poll(rest, names),
+        timeout=timeout,
+        what="model unload",
+        goal="finished",
         progress=progress,
         log_tail=log_tail,
     )

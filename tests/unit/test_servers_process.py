@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_triton.servers import process
+from pytest_triton.servers.process import describe_exit
 from pytest_triton.servers.process import group_members
 from pytest_triton.servers.process import pid_alive
 from pytest_triton.servers.process import spawn
@@ -116,3 +117,17 @@ def test_sweep_removes_only_regions_of_dead_owners(tmp_path: Path, monkeypatch: 
         "triton_python_backend_shm_region_other",
     ]
     assert process.remove_shm(f"pytest_triton_{os.getpid()}_abcd_") == [f"pytest_triton_{os.getpid()}_abcd_region2"]
+
+
+@pytest.mark.parametrize(
+    ("returncode", "words"),
+    [
+        (0, "exited with code 0"),
+        (1, "exited with code 1"),
+        (-11, "was killed by SIGSEGV"),
+        (-9, "was killed by SIGKILL"),
+        (-200, "was killed by signal 200"),
+    ],
+)
+def test_describe_exit(returncode: int, words: str) -> None:
+    assert describe_exit(returncode) == words

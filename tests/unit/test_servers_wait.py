@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 
 from pytest_triton.errors import ServerTimeout
+from pytest_triton.servers.rest import IndexEntry
 from pytest_triton.servers.wait import Poll
+from pytest_triton.servers.wait import unloaded_poll
+from pytest_triton.servers.wait import wait_models_unloaded
 from pytest_triton.servers.wait import wait_until
 
 
@@ -99,3 +102,28 @@ def test_zero_timeout_checks_once() -> None:
 def test_negative_timeout_rejected() -> None:
     with pytest.raises(ValueError, match="timeout=-1"):
         wait_until(lambda: Poll(True), timeout=-1)
+
+
+class FakeIndex:
+    """A TritonRest stand-in whose repository index moves one step per call."""
+
+    def __init__(self, *states: list[tuple[str, str]]) -> None:
+        self.states = list(states)
+
+    def index(self) -> list[IndexEntry]:
+        rows = self.states.pop(0) if len(self.states) > 1 else self.states[0]
+        return [IndexEntry(name=name, version="1", state=state, reason="") for name, state in rows]
+
+
+def test_unloaded_poll_waits_for_held_models_only() -> None:
+    rest = FakeIndex([("a", "UNLOADING"), ("b", "READY"), ("other", "READY")])
+    poll = unloaded_poll(rest, ["a", "b"])  # type: ignore[arg-type]
+    assert poll == Poll(False, "still held: 'a', 'b'")
+    gone = FakeIndex([("a", "UNAVAILABLE"), ("other", "LOADING")])
+    assert unloaded_poll(gone, ["a", "b"]).done  # type: ignore[arg-type]
+
+
+def test_wait_models_unloaded_times_out_naming_the_held_model() -> None:
+    rest = FakeIndex([("stuck", "UNLOADING")])
+    with pytest.raises(ServerTimeout, match=r"model unload not finished after 0\.1 s \(still held: 'stuck'\)"):
+        wait_models_unloaded(rest, ["stuck"], timeout=0.1, progress=None)  # type: ignore[arg-type]

@@ -53,6 +53,7 @@ from pytest_triton.lint import lint_path
 from pytest_triton.servers import LocalLauncher
 from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.rest import TritonRest
+from pytest_triton.servers.wait import wait_models_unloaded
 
 from .differential_cases import MUTATIONS
 from .differential_cases import TOKEN
@@ -63,6 +64,7 @@ from .differential_cases import cases
 pytestmark = pytest.mark.xdist_group("embedded-triton")
 
 CORE_FAMILIES = ("C", "L", "S", "E")
+UNLOAD_BATCH = 48  # models left loaded before a batch unload: each python model is a stub process of ~37 MB RSS
 LOAD_TIMEOUT = 20.0  # a python model loads in ~1.5 s; the python backend hangs when its model file is missing
 EXAMPLES = int(os.environ.get("PYTEST_TRITON_DIFFERENTIAL_EXAMPLES", "6"))
 SECONDS = float(os.environ.get("PYTEST_TRITON_DIFFERENTIAL_SECONDS", "2.0"))
@@ -139,24 +141,76 @@ def tally(request: pytest.FixtureRequest) -> Iterator[Tally]:
             reporter.write_line(line)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Server:
-    """A running Triton and its (initially empty) repository, where each example writes and removes folders."""
+    """A running Triton and its (initially empty) repository, where each example writes and removes folders.
 
-    launcher: LocalLauncher
+    Churning hundreds of models has crashed tritonserver (see :func:`wait_models_unloaded`): a crash fails
+    the kind that caused it, with the server's log, and :meth:`revive` gives the next kind a fresh server.
+    """
+
     repository: Path
+    autocomplete: bool
+    launcher: LocalLauncher | None = None
+    loaded: list[str] = field(default_factory=list)  # models of finished cases, unloaded in batches
+    folders: list[Path] = field(default_factory=list)  # their folders, removed once they are unloaded
+
+    def start(self) -> LocalLauncher:
+        self.launcher = LocalLauncher(
+            self.repository, startup_timeout=120, progress=None, auto_complete_config=self.autocomplete
+        )
+        return self.launcher.start()
+
+    def revive(self) -> LocalLauncher:
+        """The running launcher; a new one (on an emptied repository) if the last one died."""
+        if self.launcher is not None and self.launcher.running:
+            return self.launcher
+        if self.launcher is not None:
+            self.launcher.stop()
+        for folder in self.repository.iterdir():
+            shutil.rmtree(folder, ignore_errors=True)
+        self.loaded.clear()
+        self.folders.clear()
+        return self.start()
+
+    def retire(self, names: list[str], folders: list[Path]) -> None:
+        """Unload a finished case's models, in batches, waiting each time until Triton has finished.
+
+        Loading while unloads are still running has crashed tritonserver (SIGSEGV). One python model takes
+        ~1.2 s to unload, 24 at once ~1.5 s and 64 ~2.3 s, so cases are unloaded together, never during a load.
+        """
+        self.loaded += names
+        self.folders += folders
+        if len(self.loaded) < UNLOAD_BATCH or self.launcher is None or not self.launcher.running:
+            return
+        rest = TritonRest(self.launcher.urls.http)
+        for name in self.loaded:
+            with contextlib.suppress(ServerError):  # never loaded: it failed, or a step was not reached
+                rest.unload(name)
+        wait_models_unloaded(rest, self.loaded, timeout=LOAD_TIMEOUT, progress=None, log_tail=self.launcher.log_tail)
+        for folder in self.folders:
+            shutil.rmtree(folder, ignore_errors=True)
+        self.loaded.clear()
+        self.folders.clear()
+
+    def stop(self) -> None:
+        if self.launcher is not None:
+            self.launcher.stop()
 
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[bool, Server]]:
     """Two embedded Tritons in explicit model-control mode, by auto-complete on (True) or off (False)."""
-    with contextlib.ExitStack() as stack:
-        running = {}
+    running: dict[bool, Server] = {}
+    try:
         for autocomplete in (True, False):
-            repository = tmp_path_factory.mktemp("differential-auto" if autocomplete else "differential-strict")
-            launcher = LocalLauncher(repository, startup_timeout=120, progress=None, auto_complete_config=autocomplete)
-            running[autocomplete] = Server(stack.enter_context(launcher), repository)
+            name = "differential-auto" if autocomplete else "differential-strict"
+            running[autocomplete] = Server(tmp_path_factory.mktemp(name), autocomplete)
+            running[autocomplete].start()
         yield running
+    finally:
+        for server in running.values():
+            server.stop()
 
 
 def _load(triton: LocalLauncher, name: str) -> str | None:
@@ -168,6 +222,12 @@ def _load(triton: LocalLauncher, name: str) -> str | None:
         TritonRest(triton.urls.http).load(name, timeout=LOAD_TIMEOUT)
     except TimeoutError:
         pytest.fail(f"Triton did not answer the load of {name!r} within {LOAD_TIMEOUT:.0f} s", pytrace=False)
+    except OSError:
+        try:
+            triton.check_alive()
+        except ServerError as err:
+            pytest.fail(f"tritonserver died while loading {name!r}: {err}", pytrace=False)
+        raise
     except ModelLoadError as err:
         reason = err.reason.strip()
         detail = model_failure_reason(triton.logs().splitlines(), name)
@@ -176,18 +236,13 @@ def _load(triton: LocalLauncher, name: str) -> str | None:
 
 
 def _compare(server: Server, tally: Tally, case: Case) -> Disagreement | None:
-    triton, prefix = server.launcher, f"d{next(tally.prefixes)}_"
+    triton, prefix = server.revive(), f"d{next(tally.prefixes)}_"
     folders = case.write(server.repository, prefix)
     try:
         findings = tuple(f for folder in folders for f in lint_path(folder))
         error = _load(triton, case.target.replace(TOKEN, prefix))
     finally:
-        rest = TritonRest(triton.urls.http)
-        for name in case.names(prefix):
-            with contextlib.suppress(ServerError):  # never loaded: it failed, or a step was not reached
-                rest.unload(name)
-        for folder in folders:
-            shutil.rmtree(folder, ignore_errors=True)
+        server.retire(case.names(prefix), folders)
     tally.compared += 1
     tally.on_autocomplete += triton.auto_complete_config
     tally.kinds[case.mutation.split(" ", 1)[0]] += 1

@@ -148,9 +148,15 @@ def test_server_killed_under_the_launcher(repository: Path) -> None:
     while launcher.running and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not launcher.running
+    assert launcher.exit_status() == "was killed by SIGKILL"
+    dead = rf"tritonserver \(pid {pid}\) is no longer running: it was killed by SIGKILL"
+    with pytest.raises(ServerError, match=dead):
+        launcher.check_alive()
     with pytest.raises(ServerError, match="tritonserver is not running"):
         launcher.wait_ready(["add"], timeout=1)
     launcher.stop()  # the orphaned stubs and their shared memory go too
+    assert launcher.exit_status() is None  # after stop() the end is ours
+    launcher.check_alive()
     assert [p for p in stubs if alive(p)] == []
     assert in_group(pid) == []
     assert _shm(launcher.shm_prefix) == []

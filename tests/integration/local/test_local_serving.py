@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import socket
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.servers import LocalLauncher
 from pytest_triton.servers import TritonLauncher
+from pytest_triton.servers.rest import TritonRest
 from pytest_triton.servers.rest import fetch_text
 
 from .local_triton_helpers import add_model
@@ -143,13 +143,9 @@ def test_model_control(server: LocalLauncher) -> None:
     assert server.model_ready("echo", "1")
     assert not server.model_ready("echo", "2")
     assert not server.model_ready("no_such_model")
-    server.unload_model("echo")
-    server.wait_ready([], timeout=5)
-    for _ in range(200):  # unload returns before the model is gone
-        if not server.model_ready("echo"):
-            break
-        time.sleep(0.05)
+    server.unload_model("echo")  # waits until Triton has finished unloading (Triton itself answers at once)
     assert not server.model_ready("echo")
+    assert [e.state for e in TritonRest(server.urls.http).index() if e.name == "echo"] == ["UNAVAILABLE"]
     server.load_model("echo")
     server.wait_ready(["echo", "add"], timeout=30)
     assert server.model_ready("echo")
