@@ -30,6 +30,7 @@ class SessionState:
     servers: list[TritonLauncher] = field(default_factory=list)
     adapted: list[AdaptedModel] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    dead: set[int] = field(default_factory=set)  # id() of servers already reported as ended on their own
 
 
 STATE_KEY = pytest.StashKey[SessionState]()
@@ -176,6 +177,23 @@ def attach_server_logs(item: pytest.Item, report: pytest.TestReport) -> None:
             continue
         if tail:
             report.sections.append((f"tritonserver {index} log (last 50 lines)", tail))
+
+
+def report_dead_servers(item: pytest.Item, report: pytest.TestReport) -> None:
+    """Name, once, a server that ended on its own (a crash) on the first test report after it happened.
+
+    The report gets its log tail and the session summary a line; the test's outcome is left as it is.
+    """
+    state = item.config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    for index, server in enumerate(state.servers):
+        status = server.exit_status()
+        if status is None or id(server) in state.dead:
+            continue
+        state.dead.add(id(server))
+        state.notes.append(f"tritonserver {index} {status}; first seen at {item.nodeid} ({report.when})")
+        report.sections.append((f"tritonserver {index} {status}: its log (last 50 lines)", server.log_tail(50)))
 
 
 def summary_lines(config: pytest.Config) -> list[str]:

@@ -170,9 +170,13 @@ def triton_server(request: pytest.FixtureRequest, triton_server_factory: TritonS
 
 @pytest.fixture
 def triton_client(triton_server: TritonLauncher) -> TritonClients:
-    """tritonclient HTTP and gRPC clients bound to the session's ``triton_server``."""
+    """tritonclient HTTP and gRPC clients bound to the session's ``triton_server``.
+
+    A server that has crashed fails the test here, saying how it ended, instead of "connection refused".
+    """
     from pytest_triton.client.triton import TritonClients
 
+    triton_server.check_alive()
     return TritonClients.connect(triton_server)
 
 
@@ -187,9 +191,11 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if report.failed:
-        from pytest_triton.fixtures import attach_server_logs
+    from pytest_triton.fixtures import attach_server_logs
+    from pytest_triton.fixtures import report_dead_servers
 
+    report_dead_servers(item, report)
+    if report.failed:
         attach_server_logs(item, report)
     return report
 

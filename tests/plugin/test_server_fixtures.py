@@ -40,6 +40,36 @@ def test_triton_server_and_client_fixtures(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*tritonserver 0 log (last 50 lines)*", "*successfully loaded 'python_add'*"])
 
 
+CRASHES = """
+import os
+import signal
+import time
+
+
+def test_server_crashes_here(triton_server):
+    os.kill(triton_server.pid, signal.SIGSEGV)
+    while triton_server.running:
+        time.sleep(0.02)
+
+
+def test_client_after_the_crash(triton_client):
+    pass
+"""
+
+
+def test_a_crashed_server_is_named_once_and_fails_later_clients(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(CRASHES)
+    result = pytester.runpytest_subprocess("--triton-repository", str(EXAMPLES), "-p", "no:cacheprovider", "-rA")
+    result.assert_outcomes(passed=1, errors=1)
+    for line in (  # the sections come in pytest's order (errors, then passes), not the tests'
+        "*ServerError: tritonserver (pid *) is no longer running: it was killed by SIGSEGV (exit code -11)",
+        "*tritonserver 0 was killed by SIGSEGV: its log (last 50 lines)*",  # on the passing test, with -rA
+        "*tritonserver 0 was killed by SIGSEGV; first seen at *::test_server_crashes_here (call)",  # summary
+    ):
+        result.stdout.fnmatch_lines([line])
+    assert result.stdout.str().count("was killed by SIGSEGV: its log") == 1
+
+
 def test_triton_server_without_repository_says_what_to_do(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_x(triton_server):\n    pass\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
