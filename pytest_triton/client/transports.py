@@ -6,9 +6,7 @@ are checked against the model's declared inputs before anything is sent.
 
 from __future__ import annotations
 
-import http.client
 import json
-import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -20,6 +18,7 @@ from typing import Protocol
 
 from numpy.typing import NDArray
 
+from pytest_triton.client.http11 import KeepAliveHttp
 from pytest_triton.client.kserve import HEADER_LENGTH
 from pytest_triton.client.kserve import SAGEMAKER_BINARY
 from pytest_triton.client.kserve import SAGEMAKER_JSON
@@ -60,71 +59,23 @@ def validate_inputs(model: str, specs: Sequence[InputSpec], inputs: Mapping[str,
             raise InferenceError(f"model {model!r} input {name!r}: shape={list(shape)} does not fit {list(spec.shape)}")
 
 
+@dataclass(frozen=True)
+class PreparedRequest:
+    """A validated, encoded inference request: what :meth:`TritonHttpTransport.send` posts."""
+
+    model: str
+    path: str
+    body: bytes
+    headers: dict[str, str]
+    raw: bytes  # the whole HTTP request, sent as it is
+
+
 class Transport(Protocol):
     def infer(
         self, model: str, inputs: Mapping[str, NDArray[Any]], outputs: Sequence[str]
     ) -> dict[str, NDArray[Any]]: ...
 
     def input_specs(self, model: str) -> list[InputSpec]: ...
-
-
-class _KeepAlive:
-    """One persistent HTTP/1.1 connection per thread: a new TCP connection per request costs
-    0.5-0.8 ms on loopback (measured against perf_analyzer, benchmarks/fidelity.py)."""
-
-    def __init__(self, base_url: str, timeout: float) -> None:
-        parts = urllib.parse.urlsplit(base_url)
-        if parts.scheme != "http" or not parts.hostname:
-            raise InferenceError(f"url={base_url!r} is not an http://HOST:PORT URL")
-        self.host, self.port, self.prefix = parts.hostname, parts.port or 80, parts.path.rstrip("/")
-        self.timeout = timeout
-        self._local = threading.local()
-        self._lock = threading.Lock()
-        self._open: list[http.client.HTTPConnection] = []
-
-    def _connection(self) -> http.client.HTTPConnection:
-        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
-            self._local.conn = conn
-            with self._lock:
-                self._open.append(conn)
-        return conn
-
-    def post(self, path: str, body: bytes, headers: dict[str, str]) -> tuple[bytes, dict[str, str]]:
-        url = f"http://{self.host}:{self.port}{self.prefix}{path}"
-        for attempt in (1, 2):  # the server may have closed an idle connection: reconnect once
-            conn = self._connection()
-            try:
-                conn.request("POST", self.prefix + path, body=body, headers=headers)
-                response = conn.getresponse()
-                data = response.read()
-            except (http.client.HTTPException, OSError) as exc:
-                conn.close()
-                self._local.conn = None
-                with self._lock:
-                    self._open = [c for c in self._open if c is not conn]
-                if attempt == 2:
-                    raise InferenceError(f"POST {url} failed: {exc}", request=body) from exc
-                continue
-            if response.status >= 400:
-                detail = data[:500].decode("utf-8", "replace")
-                raise InferenceError(
-                    f"POST {url} failed with HTTP {response.status}: {detail}", request=body, response=detail
-                )
-            return data, {key.lower(): value for key, value in response.getheaders()}  # lower-cased names
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def close(self) -> None:
-        """Close every thread's connection (a later request opens a new one)."""
-        with self._lock:
-            connections, self._open = self._open, []
-        for conn in connections:
-            conn.close()
-        self._local = threading.local()
-
-    def __del__(self) -> None:
-        self.close()
 
 
 class TritonHttpTransport:
@@ -135,7 +86,7 @@ class TritonHttpTransport:
         self.binary = binary
         self.timeout = timeout
         self._specs: dict[str, list[InputSpec]] = {}
-        self._http = _KeepAlive(self.url, timeout)
+        self._http = KeepAliveHttp(self.url, timeout)
 
     def close(self) -> None:
         """Close the kept-alive connections."""
@@ -154,14 +105,23 @@ class TritonHttpTransport:
         return self._specs[model]
 
     def infer(self, model: str, inputs: Mapping[str, NDArray[Any]], outputs: Sequence[str]) -> dict[str, NDArray[Any]]:
+        return self.send(self.prepare(model, inputs, outputs))
+
+    def prepare(self, model: str, inputs: Mapping[str, NDArray[Any]], outputs: Sequence[str]) -> PreparedRequest:
+        """Validate and encode a request once, to send it many times (perf_analyzer prepares its inputs too)."""
         validate_inputs(model, self.input_specs(model), inputs)
         body, header_length = encode_request(inputs, outputs, binary=self.binary)
         headers = {"Content-Type": "application/octet-stream" if self.binary else "application/json"}
         if header_length is not None:
             headers[HEADER_LENGTH] = str(header_length)
-        data, reply_headers = self._http.post(f"/v2/models/{model}/infer", body, headers)
-        length = reply_headers.get(HEADER_LENGTH.lower())
-        return decode_response(data, int(length) if length else None)
+        path = f"/v2/models/{model}/infer"
+        return PreparedRequest(model, path, body, headers, self._http.encode(path, body, headers))
+
+    def send(self, request: PreparedRequest) -> dict[str, NDArray[Any]]:
+        """POST a prepared request and decode the outputs."""
+        reply = self._http.post(request.path, request.body, request.headers, raw=request.raw)
+        length = reply.headers.get(HEADER_LENGTH.lower())
+        return decode_response(reply.body, int(length) if length else None)
 
 
 class TritonGrpcTransport:
@@ -217,7 +177,7 @@ class SageMakerTransport:
         self.specs = list(specs)
         self.binary = binary
         self.timeout = timeout
-        self._http = _KeepAlive(self.url, timeout)
+        self._http = KeepAliveHttp(self.url, timeout)
 
     def close(self) -> None:
         """Close the kept-alive connections."""
@@ -230,9 +190,9 @@ class SageMakerTransport:
         validate_inputs(model, self.specs, inputs)
         body, header_length = encode_request(inputs, outputs, binary=self.binary)
         content_type = SAGEMAKER_BINARY.format(header_length) if header_length is not None else SAGEMAKER_JSON
-        data, reply_headers = self._http.post("/invocations", body, {"Content-Type": content_type})
-        reply_type = reply_headers.get("content-type", "")
+        reply = self._http.post("/invocations", body, {"Content-Type": content_type})
+        reply_type = reply.headers.get("content-type", "")
         length = None
         if "json-header-size=" in reply_type:
             length = int(reply_type.split("json-header-size=")[1].split(";")[0])
-        return decode_response(data, length)
+        return decode_response(reply.body, length)

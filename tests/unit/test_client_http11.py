@@ -1,0 +1,173 @@
+"""The hot-path HTTP/1.1 client against a scripted server: framing, keep-alive, reconnects, errors."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_triton.client.http11 import KeepAliveHttp
+from pytest_triton.errors import InferenceError
+
+Handler = Callable[[bytes], bytes | None]  # request bytes -> reply bytes (None: close without replying)
+
+
+class ScriptedServer:
+    """Answers each request on 127.0.0.1 with the next reply of ``handler``; records connections and requests."""
+
+    def __init__(self, handler: Handler, *, close_after_each: bool = False) -> None:
+        self.handler = handler
+        self.close_after_each = close_after_each
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.connections = 0
+        self.requests: list[bytes] = []
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _read_request(self, conn: socket.socket, buffer: bytearray) -> bytes | None:
+        while b"\r\n\r\n" not in buffer:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return None
+            buffer += chunk
+        head_end = buffer.index(b"\r\n\r\n") + 4
+        head = bytes(buffer[:head_end]).decode("latin-1")
+        length = next(
+            int(line.split(":")[1]) for line in head.split("\r\n") if line.lower().startswith("content-length")
+        )
+        while len(buffer) < head_end + length:
+            buffer += conn.recv(65536)
+        request = bytes(buffer[: head_end + length])
+        del buffer[: head_end + length]
+        return request
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            buffer = bytearray()
+            with conn:
+                while (request := self._read_request(conn, buffer)) is not None:
+                    self.requests.append(request)
+                    reply = self.handler(request)
+                    if reply is None:
+                        break
+                    conn.sendall(reply)
+                    if self.close_after_each:
+                        break
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., ScriptedServer]]:
+    servers: list[ScriptedServer] = []
+
+    def start(handler: Handler, **kwargs: bool) -> ScriptedServer:
+        servers.append(ScriptedServer(handler, **kwargs))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def ok(body: bytes, extra: str = "") -> bytes:
+    return f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\nX-Thing: a:b\r\n{extra}\r\n".encode() + body
+
+
+def test_one_write_keep_alive_and_headers(serve: Callable[..., ScriptedServer]) -> None:
+    server = serve(lambda request: ok(b"payload" * 1000))
+    client = KeepAliveHttp(f"http://127.0.0.1:{server.port}/prefix", timeout=5)
+    for _ in range(3):
+        reply = client.post("/v2/models/m/infer", b"\x00\x01body", {"Content-Type": "application/octet-stream"})
+        assert reply.status == 200
+        assert reply.body == b"payload" * 1000
+        assert reply.headers["x-thing"] == "a:b"  # names lower-cased, values split at the first colon only
+    assert server.connections == 1
+    head, _, body = server.requests[0].partition(b"\r\n\r\n")
+    assert head.split(b"\r\n")[0] == b"POST /prefix/v2/models/m/infer HTTP/1.1"
+    assert b"Content-Length: 6" in head
+    assert body == b"\x00\x01body"
+    client.close()
+
+
+def test_prepared_bytes_are_sent_as_they_are(serve: Callable[..., ScriptedServer]) -> None:
+    server = serve(lambda request: ok(b"{}"))
+    client = KeepAliveHttp(f"http://127.0.0.1:{server.port}", timeout=5)
+    raw = client.encode("/x", b"abc", {"A": "1"})
+    assert client.post("/x", b"abc", {"A": "1"}, raw=raw).body == b"{}"
+    assert server.requests == [raw]
+
+
+def test_chunked_reply_with_trailers(serve: Callable[..., ScriptedServer]) -> None:
+    chunked = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nT: 1\r\n\r\n"
+    )
+    server = serve(lambda request: chunked)
+    client = KeepAliveHttp(f"http://127.0.0.1:{server.port}", timeout=5)
+    assert client.post("/x", b"", {}).body == b"hello world"
+    assert client.post("/x", b"", {}).body == b"hello world"
+    assert server.connections == 1
+
+
+def test_connection_close_reply_opens_a_new_connection(serve: Callable[..., ScriptedServer]) -> None:
+    server = serve(lambda request: ok(b"x", "Connection: close\r\n"), close_after_each=True)
+    client = KeepAliveHttp(f"http://127.0.0.1:{server.port}", timeout=5)
+    for _ in range(3):
+        assert client.post("/x", b"", {}).body == b"x"
+    assert server.connections == 3
+
+
+def test_idle_connection_closed_by_the_server_is_reopened_once(serve: Callable[..., ScriptedServer]) -> None:
+    server = serve(lambda request: ok(b"x"), close_after_each=True)  # closes without saying so
+    client = KeepAliveHttp(f"http://127.0.0.1:{server.port}", timeout=5)
+    assert [client.post("/x", b"", {}).body for _ in range(3)] == [b"x"] * 3
+    assert server.connections == 3
+
+
+def test_http_error_carries_the_servers_text(serve: Callable[..., ScriptedServer]) -> None:
+    body = b'{"error":"unexpected shape for input \'X\'"}'
+    server = serve(lambda request: f"HTTP/1.1 400 Bad Request\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+    client = KeepAliveHttp(f"http://127.0.0.1:{server.port}", timeout=5)
+    with pytest.raises(InferenceError, match=r"failed with HTTP 400: .*unexpected shape for input 'X'"):
+        client.post("/v2/models/m/infer", b"", {})
+
+
+@pytest.mark.parametrize(
+    ("reply", "words"),
+    [
+        (b"SPDY/3 200 OK\r\n\r\n", "not an HTTP/1.x status line"),
+        (None, "the server closed the connection"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", "the server closed the connection"),
+    ],
+)
+def test_broken_replies_fail_after_one_retry(
+    serve: Callable[..., ScriptedServer], reply: bytes | None, words: str
+) -> None:
+    server = serve(lambda request: reply, close_after_each=True)
+    client = KeepAliveHttp(f"http://127.0.0.1:{server.port}", timeout=5)
+    with pytest.raises(InferenceError, match=words):
+        client.post("/x", b"", {})
+    assert server.connections == 2
+
+
+def test_nothing_listening_fails_with_the_url() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as sock:
+        port = sock.getsockname()[1]
+    client = KeepAliveHttp(f"http://127.0.0.1:{port}", timeout=2)
+    with pytest.raises(InferenceError, match=rf"POST http://127.0.0.1:{port}/x failed"):
+        client.post("/x", b"", {})
+
+
+def test_rejects_non_http_urls() -> None:
+    with pytest.raises(InferenceError, match="is not an http://HOST:PORT URL"):
+        KeepAliveHttp("https://example.invalid", timeout=1)
