@@ -17,6 +17,7 @@ whole family at once::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -78,10 +79,17 @@ class ServerStartError(ServerError):
 class ModelLoadError(ServerError):
     """Triton refused to load a model; the message quotes Triton's own error."""
 
-    def __init__(self, model: str, reason: str, *, log_tail: str = "") -> None:
+    def __init__(
+        self, model: str, reason: str, *, log_tail: str = "", failures: Mapping[str, str] | None = None
+    ) -> None:
         self.model = model
         self.reason = reason
-        super().__init__(f"model {model!r} failed to load: {reason}", log_tail=log_tail)
+        self.failures: dict[str, str] = dict(failures) if failures else {model: reason}  # every model that failed
+        text = f"model {model!r} failed to load: {reason}"
+        for other, why in self.failures.items():
+            if other != model:
+                text += f"\nmodel {other!r} failed to load too: {why}"
+        super().__init__(text, log_tail=log_tail)
 
 
 class ServerTimeout(ServerError, TimeoutError):

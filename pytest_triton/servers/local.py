@@ -370,11 +370,8 @@ class LocalLauncher:
                 reason = f"not ready after startup ({states})"
             failures[name] = reason
         if failures:
-            first, *others = failures
-            reason = failures[first]
-            for name in others:
-                reason += f"\nmodel {name!r} failed to load too: {failures[name]}"
-            raise ModelLoadError(first, reason, log_tail=self.log_tail())
+            first = next(iter(failures))
+            raise ModelLoadError(first, failures[first], log_tail=self.log_tail(), failures=failures)
 
     def _kill(self) -> None:
         """Stop the process of a failed attempt, keep its log, drop its ports."""

@@ -65,11 +65,13 @@ def test_every_failing_model_is_reported(tmp_path: Path) -> None:
     write_model(tmp_path, "comma", ADD_MODEL, MISSING_COMMA_CONFIG)
     with pytest.raises(ModelLoadError) as info:
         LocalLauncher(tmp_path, progress=None).start()
-    text = str(info.value)
-    assert "boom from initialize" in text
-    assert "failed to read text proto" in text
-    assert "'comma'" in text
-    assert "'broken'" in text
+    err = info.value
+    assert sorted(err.failures) == ["broken", "comma"]  # each failing model with its own reason
+    assert "boom from initialize" in err.failures["broken"]
+    assert "failed to read text proto" in err.failures["comma"]
+    assert err.reason == err.failures[err.model]
+    other = "comma" if err.model == "broken" else "broken"
+    assert f"model {other!r} failed to load too: " in str(err)
 
 
 def test_unknown_model_name(tmp_path: Path) -> None:
