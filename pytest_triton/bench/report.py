@@ -36,7 +36,13 @@ def _split(result: VariantResult) -> str:
     split = result.server.for_model(result.model) if result.server else None
     if split is None:
         return "-"
-    return f"q {split.queue_us / 1e3:.2f} / c {split.compute_us / 1e3:.2f} ms"
+    queue_us = split.queue_us
+    if result.server is not None and result.model is not None and split.requests:
+        # an ensemble's own queue is ~0 while its compute already sums its steps': add the steps' queues, per
+        # request of the ensemble (the other models of the split are its composing models, see measure())
+        steps = [m for m in result.server.models if m.model != split.model]
+        queue_us += sum(m.queue_us * m.requests / split.requests for m in steps)
+    return f"q {queue_us / 1e3:.2f} / c {split.compute_us / 1e3:.2f} ms"
 
 
 def verdict_text(result: VariantResult) -> str:

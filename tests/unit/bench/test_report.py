@@ -164,3 +164,17 @@ def test_assert_within_budget(results: list[VariantResult]) -> None:
     text = str(info.value)
     assert text.startswith("latency budget fail: variant 'slow' on 'gpu-x'\n  p99_ms 10.00 ms > 5.50 ms")
     assert "budget: p99≤5 ms ±10% (source: seed table)" in text
+
+
+def test_an_ensembles_queue_cell_adds_its_steps_queues() -> None:
+    # Triton keeps an ensemble's own queue at ~0 and sums its steps' compute into the ensemble's compute
+    split = ServerSplit(
+        (
+            PhaseSplit("ensemble", "1", 10, 0, 10, 16000.0, 2.0, 70.0, 14000.0, 900.0),
+            PhaseSplit("model", "1", 10, 0, 10, 14000.0, 1100.0, 20.0, 12500.0, 400.0),
+            PhaseSplit("tokenize", "1", 20, 0, 20, 1000.0, 100.0, 20.0, 800.0, 100.0),  # called twice per request
+        )
+    )
+    result = build_result("ens", "gpu-x", _measured([16.0]), budgets=BUDGETS, server=split, model="ensemble")
+    row = table_lines([result])[2]
+    assert "q 1.30 / c 14.97 ms" in row  # 2 + 1100 + 2 * 100 µs queue; the ensemble's own compute
