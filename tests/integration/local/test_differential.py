@@ -176,7 +176,8 @@ class Server:
     def retire(self, names: list[str], folders: list[Path]) -> None:
         """Unload a finished case's models, in batches, waiting each time until Triton has finished.
 
-        Loading while unloads are still running has crashed tritonserver (SIGSEGV). One python model takes
+        Loading while unloads were still running is when tritonserver crashed (SIGSEGV; see
+        :func:`wait_models_unloaded`). One python model takes
         ~1.2 s to unload, 24 at once ~1.5 s and 64 ~2.3 s, so cases are unloaded together, never during a load.
         """
         self.loaded += names
