@@ -166,34 +166,26 @@ class TritonServerFactory:
 
 
 def attach_server_logs(item: pytest.Item, report: pytest.TestReport) -> None:
-    """Add the tail of every running server's log to a failing test's report."""
+    """Add each server's log tail to a test report: on a failing test, and on the first report after a
+    server ended on its own (a crash), which also gets a summary line. The test's outcome is left as it is."""
     state = item.config.stash.get(STATE_KEY, None)
     if state is None:
         return
     for index, server in enumerate(state.servers):
+        title = f"tritonserver {index} log (last 50 lines)"
+        status = server.exit_status()
+        if status is not None and id(server) not in state.dead:
+            state.dead.add(id(server))
+            state.notes.append(f"tritonserver {index} {status}; first seen at {item.nodeid} ({report.when})")
+            title = f"tritonserver {index} {status}: its log (last 50 lines)"
+        elif not report.failed:
+            continue
         try:
             tail = server.log_tail(50)
         except Exception:  # a dead server must not hide the test's own failure
             continue
         if tail:
-            report.sections.append((f"tritonserver {index} log (last 50 lines)", tail))
-
-
-def report_dead_servers(item: pytest.Item, report: pytest.TestReport) -> None:
-    """Name, once, a server that ended on its own (a crash) on the first test report after it happened.
-
-    The report gets its log tail and the session summary a line; the test's outcome is left as it is.
-    """
-    state = item.config.stash.get(STATE_KEY, None)
-    if state is None:
-        return
-    for index, server in enumerate(state.servers):
-        status = server.exit_status()
-        if status is None or id(server) in state.dead:
-            continue
-        state.dead.add(id(server))
-        state.notes.append(f"tritonserver {index} {status}; first seen at {item.nodeid} ({report.when})")
-        report.sections.append((f"tritonserver {index} {status}: its log (last 50 lines)", server.log_tail(50)))
+            report.sections.append((title, tail))
 
 
 def summary_lines(config: pytest.Config) -> list[str]:

@@ -192,11 +192,8 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     from pytest_triton.fixtures import attach_server_logs
-    from pytest_triton.fixtures import report_dead_servers
 
-    report_dead_servers(item, report)
-    if report.failed:
-        attach_server_logs(item, report)
+    attach_server_logs(item, report)
     return report
 
 

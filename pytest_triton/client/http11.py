@@ -79,13 +79,23 @@ class _Connection:
                 raise ProtocolError("reply headers longer than 64 KiB")
             name, _, value = line.decode("latin-1").partition(":")
             headers[name.strip().lower()] = value.strip()
+        status = int(parts[1])
+        close = headers.get("connection", "").lower() == "close" or parts[0] == b"HTTP/1.0"
         if headers.get("transfer-encoding", "").lower() == "chunked":
             body = self._chunked()
-        else:
-            body = self._take(int(headers.get("content-length", "0")))
-        close = headers.get("connection", "").lower() == "close" or parts[0] == b"HTTP/1.0"
+        elif "content-length" in headers:
+            body = self._take(int(headers["content-length"]))
+        elif status in (204, 304) or status < 200:
+            body = b""
+        else:  # no framing: the body runs until the server closes the connection
+            body, close = self._until_closed(), True
         self.reusable = not close
-        return Reply(int(parts[1]), headers, body)
+        return Reply(status, headers, body)
+
+    def _until_closed(self) -> bytes:
+        while chunk := self.sock.recv(256 * 1024):
+            self.buffer += chunk
+        return self._take(len(self.buffer))
 
     def _chunked(self) -> bytes:
         body = bytearray()

@@ -459,7 +459,11 @@ class LocalLauncher:
         """Wait until the server and each of ``models`` are ready, at most ``timeout`` s."""
         proc = self._proc
         if proc is not None and proc.poll() is not None:
-            raise ServerStartError("tritonserver is not running", exit_code=proc.returncode, log_tail=self.log_tail())
+            raise ServerStartError(
+                f"tritonserver is not running: it {describe_exit(proc.returncode)}",
+                exit_code=proc.returncode,
+                log_tail=self.log_tail(),
+            )
         wait_models_ready(self._rest(), models, timeout=timeout, progress=self.progress, log_tail=self.log_tail)
 
 

@@ -119,6 +119,15 @@ def test_chunked_reply_with_trailers(serve: Callable[..., ScriptedServer]) -> No
     assert server.connections == 1
 
 
+def test_reply_without_framing_runs_until_the_server_closes(serve: Callable[..., ScriptedServer]) -> None:
+    server = serve(
+        lambda request: b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nto the end", close_after_each=True
+    )
+    client = KeepAliveHttp(f"http://127.0.0.1:{server.port}", timeout=5)
+    assert [client.post("/x", b"", {}).body for _ in range(2)] == [b"to the end"] * 2
+    assert server.connections == 2  # never reused after such a reply
+
+
 def test_connection_close_reply_opens_a_new_connection(serve: Callable[..., ScriptedServer]) -> None:
     server = serve(lambda request: ok(b"x", "Connection: close\r\n"), close_after_each=True)
     client = KeepAliveHttp(f"http://127.0.0.1:{server.port}", timeout=5)

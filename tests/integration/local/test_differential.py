@@ -177,18 +177,19 @@ class Server:
         """Unload a finished case's models, in batches, waiting each time until Triton has finished.
 
         Loading while unloads were still running is when tritonserver crashed (SIGSEGV; see
-        :func:`wait_models_unloaded`). One python model takes
-        ~1.2 s to unload, 24 at once ~1.5 s and 64 ~2.3 s, so cases are unloaded together, never during a load.
+        :func:`wait_models_unloaded`). One python model takes ~1.2 s to unload, 24 at once ~1.5 s and
+        64 ~2.3 s, so cases are unloaded together, never during a load.
         """
         self.loaded += names
         self.folders += folders
-        if len(self.loaded) < UNLOAD_BATCH or self.launcher is None or not self.launcher.running:
+        triton = self.launcher
+        if len(self.loaded) < UNLOAD_BATCH or triton is None or not triton.running:
             return
-        rest = TritonRest(self.launcher.urls.http)
         for name in self.loaded:
             with contextlib.suppress(ServerError):  # never loaded: it failed, or a step was not reached
-                rest.unload(name)
-        wait_models_unloaded(rest, self.loaded, timeout=LOAD_TIMEOUT, progress=None, log_tail=self.launcher.log_tail)
+                triton.unload_model(name, wait=False)
+        rest = TritonRest(triton.urls.http)
+        wait_models_unloaded(rest, self.loaded, timeout=LOAD_TIMEOUT, progress=None, log_tail=triton.log_tail)
         for folder in self.folders:
             shutil.rmtree(folder, ignore_errors=True)
         self.loaded.clear()
