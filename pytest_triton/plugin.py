@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_triton.contract_items import collect_contract_items
+from pytest_triton.contract_items import load_contracts
 from pytest_triton.lint_items import collect_lint_items
 from pytest_triton.lint_items import lint_targets_from_config
 
@@ -28,6 +30,7 @@ MARKERS = {
     "docker": "Test needs a Docker engine and the docker launcher (--triton-launcher docker)",
     "cloud": "Test needs AWS SageMaker (--triton-launcher sagemaker)",
     "triton_lint": "Lint item of a model folder (select them with -m triton_lint)",
+    "triton_contract": "Item of a contracts file (select them with -m triton_contract)",
 }
 
 
@@ -70,7 +73,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="Budget hardware key to use instead of this machine's (e.g. nvidia-a10g)",
     )
+    group.addoption(
+        "--triton-contracts",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="Contracts file (TOML, or a pyproject.toml's [tool.pytest-triton.contracts]) run as items (repeatable)",
+    )
     parser.addini("triton_budgets", "Latency budget file", default="model_repos/budgets.toml")
+    parser.addini(
+        "triton_contracts", "Contracts files run as items (like --triton-contracts)", type="paths", default=[]
+    )
     parser.addini(
         "triton_window_ms",
         "Latency measurement window in ms; windows repeat until the last three agree within 10%",
@@ -100,6 +113,7 @@ def pytest_configure(config: pytest.Config) -> None:
             _bench(config)
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from exc
+    load_contracts(config)
 
 
 def _bench(config: pytest.Config) -> TritonBench:
@@ -126,6 +140,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     targets = lint_targets_from_config(config)
     if targets:
         items[:0] = collect_lint_items(session, targets)
+    items.extend(collect_contract_items(session))
     launcher = config.getoption("triton_launcher") or config.getini("triton_launcher")
     for item in items:
         if item.get_closest_marker("gpu") and not config.getoption("gpu"):
@@ -199,6 +214,8 @@ def pytest_runtest_makereport(
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     from pytest_triton.bench.session import BENCH_KEY
+    from pytest_triton.contract_items import summary_lines as contract_lines
+    from pytest_triton.contract_items import write_contracts_report
     from pytest_triton.fixtures import summary_lines
 
     lines = summary_lines(config)
@@ -206,13 +223,20 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         terminalreporter.section("triton")
         for line in lines:
             terminalreporter.write_line(line)
+    report = config.getoption("triton_report")
+    lines = contract_lines(config)
+    if lines:
+        terminalreporter.section("triton contracts")
+        for line in lines:
+            terminalreporter.write_line(line)
+        if report:
+            terminalreporter.write_line(f"report written: {write_contracts_report(config, report)}")
     bench = config.stash.get(BENCH_KEY, None)
     if bench is None or not bench.results:
         return
     terminalreporter.section("triton latency")
     for line in bench.summary_lines():
         terminalreporter.write_line(line)
-    report = config.getoption("triton_report")
     if report:
         for path in bench.write_report(report):
             terminalreporter.write_line(f"report written: {path}")
