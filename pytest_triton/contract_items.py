@@ -87,10 +87,10 @@ class ContractFile(pytest.File):
 class ContractItem(pytest.Function):
     """One contract check; fixtures come from the test function made for it."""
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
         if isinstance(excinfo.value, (ContractFailure, AssertionError)) and excinfo.value.args:
             return str(excinfo.value)
-        return str(super().repr_failure(excinfo, style=style))
+        return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"triton-contract: {self.name}"
@@ -116,6 +116,7 @@ def _record(request: pytest.FixtureRequest, check: str, status: str, text: str) 
 def _parity(declaration: Declaration, name: str) -> Callable[..., None]:
     def contract_parity(request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory) -> None:
         from pytest_triton.contracts import VariantUnavailable
+        from pytest_triton.errors import InferenceError
 
         __tracebackhide__ = True
         try:
@@ -123,6 +124,9 @@ def _parity(declaration: Declaration, name: str) -> Callable[..., None]:
         except VariantUnavailable as exc:
             _record(request, f"parity[{name}]", "skipped", exc.reason)
             pytest.skip(f"variant {name!r}: {exc.reason}")
+        except InferenceError as exc:  # a request the variant (or the reference) refused
+            _record(request, f"parity[{name}]", "failed", str(exc))
+            raise ContractFailure(f"parity of variant {name!r}: {exc}") from exc
         _record(request, f"parity[{name}]", "passed" if outcome.ok else "failed", outcome.message())
         request.node.add_report_section("call", "triton-contract", outcome.message())
         if not outcome.ok:

@@ -68,12 +68,17 @@ class Variant:
     precision: Mapping[str, str]  # "cpu" / "gpu" (the server's) -> a precision name
     launcher: str | None = None  # None: the session's launcher
     protocol: str = "http"
+    inputs: Mapping[str, str] = field(default_factory=dict)  # input name of the samples -> this variant's
     outputs: Mapping[str, str] = field(default_factory=dict)  # reference output name -> this variant's
     requires: tuple[str, ...] = ()
     budget: Mapping[str, str] = field(default_factory=dict)  # hardware pattern -> budget-file variant name
 
     def precision_on(self, has_gpu: bool) -> str:
         return self.precision["gpu" if has_gpu else "cpu"]
+
+    def rename_inputs(self, tensors: Mapping[str, Any]) -> dict[str, Any]:
+        """The tensors under this variant's input names."""
+        return {self.inputs.get(name, name): value for name, value in tensors.items()}
 
     def output_name(self, reference_output: str) -> str:
         return self.outputs.get(reference_output, reference_output)
@@ -285,7 +290,7 @@ class _Reader:
 
 def _variant(read: _Reader, name: str, data: Any) -> Variant:
     keys = ("variants", name)
-    known = {"repository", "model", "launcher", "precision", "protocol", "outputs", "requires", "budget"}
+    known = {"repository", "model", "launcher", "precision", "protocol", "inputs", "outputs", "requires", "budget"}
     data = read.table(data, keys, known)
     repository = read.path_of(data, (*keys, "repository"), "repository")
     if repository.is_file() and not repository.name.endswith((".tar.gz", ".tgz")):
@@ -305,7 +310,7 @@ def _variant(read: _Reader, name: str, data: Any) -> Variant:
             at = (*keys, "precision") if isinstance(raw, str) else (*keys, "precision", where)
             raise read.bad(at, value, f"one of {', '.join(repr(p) for p in PRECISIONS)}")
     mappings: dict[str, dict[str, str]] = {}
-    for key in ("outputs", "budget"):
+    for key in ("inputs", "outputs", "budget"):
         value = data.get(key, {})
         if key == "budget" and isinstance(value, str):
             value = {"*": value}
@@ -319,6 +324,7 @@ def _variant(read: _Reader, name: str, data: Any) -> Variant:
         precision=precision,
         launcher=read.string(data, (*keys, "launcher")) if "launcher" in data else None,
         protocol=read.choice(data, (*keys, "protocol"), PROTOCOLS, "http"),
+        inputs=mappings["inputs"],
         outputs=mappings["outputs"],
         requires=read.names(data, (*keys, "requires"), REQUIREMENTS),
         budget=mappings["budget"],

@@ -40,13 +40,14 @@ def request_call(run: ContractRun, served: ServedVariant, rows: int) -> Callable
     names = [spec.name for spec in transport.input_specs(variant.model)]
     if run.declaration.inputs.samples is not None:
         samples = run.samples()
-        tensors = batch_of(samples, names, rows) if batches else select_inputs(samples[0].tensors, names)
+        tensors = batch_of(samples, rows) if batches else samples[0].tensors
     else:
         from pytest_triton.contracts.generated import numpy_request
 
         specs, _ = run.generated_inputs()
-        tensors = select_inputs(numpy_request(specs, batch_size=rows if batches else None, seed=_LATENCY_SEED), names)
-    outputs = [variant.output_name(n) for n in run.output_names()]
+        tensors = numpy_request(specs, batch_size=rows if batches else None, seed=_LATENCY_SEED)
+    tensors = select_inputs(variant.rename_inputs(tensors), names)
+    outputs = run.requested_outputs(variant)
     prepare = getattr(transport, "prepare", None)
     send = getattr(transport, "send", None)
     if callable(prepare) and callable(send):  # encode once, send many times

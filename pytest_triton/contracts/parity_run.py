@@ -157,10 +157,17 @@ class ContractRun:
 
     # -- parity ----------------------------------------------------------------------------------------------
 
+    def requested_outputs(self, variant: Variant) -> list[str]:
+        """What to ask a variant for. Over HTTP: every output (none named), since Triton 2.51 fails an ensemble
+        request for a subset of its outputs with "unexpected deadlock, at least one output is not set"."""
+        if variant.protocol == "http":
+            return []
+        return [variant.output_name(n) for n in self.output_names()]
+
     def _candidate(self, served: ServedVariant, tensors: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
         variant = served.variant
         names = self.output_names()
-        found = infer(served.transport, variant.model, tensors, [variant.output_name(n) for n in names])
+        found = infer(served.transport, variant.model, variant.rename_inputs(tensors), self.requested_outputs(variant))
         return {n: found[variant.output_name(n)] for n in names if variant.output_name(n) in found}
 
     def _compare(

@@ -115,7 +115,7 @@ def select_inputs(tensors: Mapping[str, NDArray[Any]], names: Sequence[str]) -> 
     return {name: tensors[name] for name in names if name in tensors}
 
 
-def batch_of(samples: Sequence[Sample], names: Sequence[str], rows: int) -> dict[str, NDArray[Any]]:
+def batch_of(samples: Sequence[Sample], rows: int) -> dict[str, NDArray[Any]]:
     """A request of ``rows`` rows made of the samples' rows in order (repeated when there are fewer)."""
     picked: list[Mapping[str, NDArray[Any]]] = []
     count = 0
@@ -125,4 +125,4 @@ def batch_of(samples: Sequence[Sample], names: Sequence[str], rows: int) -> dict
             count += sample.rows
             if count >= rows:
                 break
-    return {name: np.concatenate([p[name] for p in picked])[:rows] for name in names if name in picked[0]}
+    return {name: np.concatenate([p[name] for p in picked])[:rows] for name in picked[0]}
