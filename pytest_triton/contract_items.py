@@ -17,6 +17,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import NoReturn
 
 import pytest
 
@@ -113,6 +114,11 @@ def _record(request: pytest.FixtureRequest, check: str, status: str, text: str) 
     state.outcomes.append({"item": request.node.nodeid, "check": check, "status": status, "text": text})
 
 
+def _skip(reason: str) -> NoReturn:
+    """Skip, reported at the contracts file (as a skip mark would be), not at this module's line."""
+    raise pytest.skip.Exception(reason, _use_item_location=True)
+
+
 def _parity(declaration: Declaration, name: str) -> Callable[..., None]:
     def contract_parity(request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory) -> None:
         from pytest_triton.contracts import VariantUnavailable
@@ -123,7 +129,7 @@ def _parity(declaration: Declaration, name: str) -> Callable[..., None]:
             outcome = _run(request, declaration, triton_server_factory).parity(name)
         except VariantUnavailable as exc:
             _record(request, f"parity[{name}]", "skipped", exc.reason)
-            pytest.skip(f"variant {name!r}: {exc.reason}")
+            _skip(f"variant {name!r}: {exc.reason}")
         except InferenceError as exc:  # a request the variant (or the reference) refused
             _record(request, f"parity[{name}]", "failed", str(exc))
             raise ContractFailure(f"parity of variant {name!r}: {exc}") from exc
@@ -159,7 +165,10 @@ def _latency(declaration: Declaration, name: str) -> Callable[..., None]:
             reason = f"variant {name!r}: {exc.reason}"
         if reason is not None:
             _record(request, f"latency[{name}]", "skipped", reason)
-            triton_bench.skip_variant(budget_name, reason)  # a SKIPPED row in the latency report
+            try:
+                triton_bench.skip_variant(budget_name, reason)  # a SKIPPED row in the latency report
+            except pytest.skip.Exception:
+                _skip(reason)
         text = f"{result.variant}: {result.verdict.status}: {result.verdict.reason}"
         _record(request, f"latency[{name}]", "failed" if result.verdict.failed else "passed", text)
         triton_bench.check(result)
@@ -185,7 +194,7 @@ def _relative(declaration: Declaration, index: int) -> Callable[..., None]:
             reason = f"variant {exc.variant!r}: {exc.reason}"
         if reason is not None:
             _record(request, f"latency[{rule.name}]", "skipped", reason)
-            pytest.skip(reason)
+            _skip(reason)
         _record(request, f"latency[{rule.name}]", "passed" if outcome.ok else "failed", outcome.message())
         if not outcome.ok:
             raise ContractFailure(outcome.message())

@@ -7,6 +7,7 @@ input; the report prints that input, the worst element and the seed that reprodu
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections.abc import Mapping
@@ -199,7 +200,7 @@ class ContractRun:
         reference = self._reference_on_samples()
         candidate = _concat([self._candidate(served, s.tensors) for s in samples])
         checks = self._compare(variant, served, reference, candidate, _row_ids(samples))
-        where = self.declaration.inputs.samples
+        where = os.path.relpath(str(self.declaration.inputs.samples), self.declaration.path.parent)
         return ParityOutcome(name, self.declaration.reference.name, tuple(checks), f"{len(samples)} samples of {where}")
 
     def _parity_generated(self, variant: Variant, served: ServedVariant, generated: Generated) -> ParityOutcome:
