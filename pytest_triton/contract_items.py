@@ -94,7 +94,7 @@ class ContractItem(pytest.Function):
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"triton-contract: {self.name}"
+        return self.path, 0, f"triton-contract: {self.name}"
 
 
 def _run(request: pytest.FixtureRequest, declaration: Declaration, factory: TritonServerFactory) -> ContractRun:
@@ -122,7 +122,7 @@ def _skip(reason: str) -> NoReturn:
 def _parity(declaration: Declaration, name: str) -> Callable[..., None]:
     def contract_parity(request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory) -> None:
         from pytest_triton.contracts import VariantUnavailable
-        from pytest_triton.errors import InferenceError
+        from pytest_triton.errors import PytestTritonError
 
         __tracebackhide__ = True
         try:
@@ -130,7 +130,7 @@ def _parity(declaration: Declaration, name: str) -> Callable[..., None]:
         except VariantUnavailable as exc:
             _record(request, f"parity[{name}]", "skipped", exc.reason)
             _skip(f"variant {name!r}: {exc.reason}")
-        except InferenceError as exc:  # a request the variant (or the reference) refused
+        except PytestTritonError as exc:  # a request refused, a server that did not start, a bad input rule
             _record(request, f"parity[{name}]", "failed", str(exc))
             raise ContractFailure(f"parity of variant {name!r}: {exc}") from exc
         _record(request, f"parity[{name}]", "passed" if outcome.ok else "failed", outcome.message())
@@ -153,6 +153,7 @@ def _latency(declaration: Declaration, name: str) -> Callable[..., None]:
     ) -> None:
         from pytest_triton.contracts import VariantUnavailable
         from pytest_triton.contracts.latency_run import measure_variant
+        from pytest_triton.errors import PytestTritonError
 
         __tracebackhide__ = True
         variant = declaration.variants[name]
@@ -163,6 +164,9 @@ def _latency(declaration: Declaration, name: str) -> Callable[..., None]:
                 result = measure_variant(_run(request, declaration, triton_server_factory), name, triton_bench)
         except VariantUnavailable as exc:
             reason = f"variant {name!r}: {exc.reason}"
+        except PytestTritonError as exc:
+            _record(request, f"latency[{name}]", "failed", str(exc))
+            raise ContractFailure(f"latency of variant {name!r}: {exc}") from exc
         if reason is not None:
             _record(request, f"latency[{name}]", "skipped", reason)
             try:
@@ -182,6 +186,7 @@ def _relative(declaration: Declaration, index: int) -> Callable[..., None]:
     ) -> None:
         from pytest_triton.contracts import VariantUnavailable
         from pytest_triton.contracts.latency_run import measure_relative
+        from pytest_triton.errors import PytestTritonError
 
         __tracebackhide__ = True
         assert declaration.latency is not None
@@ -192,6 +197,9 @@ def _relative(declaration: Declaration, index: int) -> Callable[..., None]:
                 outcome = measure_relative(_run(request, declaration, triton_server_factory), rule, triton_bench)
         except VariantUnavailable as exc:
             reason = f"variant {exc.variant!r}: {exc.reason}"
+        except PytestTritonError as exc:
+            _record(request, f"latency[{rule.name}]", "failed", str(exc))
+            raise ContractFailure(f"relative latency {rule.name!r}: {exc}") from exc
         if reason is not None:
             _record(request, f"latency[{rule.name}]", "skipped", reason)
             _skip(reason)
