@@ -88,7 +88,8 @@ class ContractFile(pytest.File):
 class ContractItem(pytest.Function):
     """One contract check; fixtures come from the test function made for it."""
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        # Node.repr_failure takes a style, pytest's Function.repr_failure does not: never pass it on
         if isinstance(excinfo.value, (ContractFailure, AssertionError)) and excinfo.value.args:
             return str(excinfo.value)
         return super().repr_failure(excinfo)

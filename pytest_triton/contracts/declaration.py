@@ -296,7 +296,7 @@ def _variant(read: _Reader, name: str, data: Any) -> Variant:
     if repository.is_file() and not repository.name.endswith((".tar.gz", ".tgz")):
         raise read.bad((*keys, "repository"), data["repository"], "a model repository folder or a model.tar.gz")
     raw = data.get("precision", "fp32")
-    precision: dict[str, str]
+    precision: dict[str, Any]
     if isinstance(raw, str):
         precision = {"cpu": raw, "gpu": raw}
     elif isinstance(raw, dict) and set(raw) <= {"cpu", "gpu"} and raw:
@@ -305,13 +305,13 @@ def _variant(read: _Reader, name: str, data: Any) -> Variant:
         raise read.bad(
             (*keys, "precision"), raw, f"one of {', '.join(PRECISIONS)} or a table {{ cpu = ..., gpu = ... }}"
         )
-    for where, value in precision.items():
-        if value not in PRECISIONS:
+    for where, chosen in precision.items():
+        if chosen not in PRECISIONS:
             at = (*keys, "precision") if isinstance(raw, str) else (*keys, "precision", where)
-            raise read.bad(at, value, f"one of {', '.join(repr(p) for p in PRECISIONS)}")
+            raise read.bad(at, chosen, f"one of {', '.join(repr(p) for p in PRECISIONS)}")
     mappings: dict[str, dict[str, str]] = {}
     for key in ("inputs", "outputs", "budget"):
-        value = data.get(key, {})
+        value: Any = data.get(key, {})
         if key == "budget" and isinstance(value, str):
             value = {"*": value}
         if not isinstance(value, dict) or not all(isinstance(v, str) and v for v in value.values()):
@@ -372,7 +372,7 @@ def _tensor_rule(read: _Reader, name: str, data: Any, keys: tuple[str, ...]) -> 
 
 
 def _inputs(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> Inputs:
-    keys = ("inputs",)
+    keys: tuple[str, ...] = ("inputs",)
     if data is None:
         raise read.fail((), '[inputs] is missing: give samples = "FILE" or an [inputs.generate] table')
     data = read.table(data, keys, {"samples", "batch_size", "generate"})

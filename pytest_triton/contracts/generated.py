@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import Literal
 from typing import final
 
 import numpy as np
@@ -117,7 +118,7 @@ def request_tensors(inputs: list[GeneratedInput], *, batch_size: int | None) -> 
         if kind == "b":
             return arrays(np.bool_, shape, elements=st.booleans(), fill=st.nothing())
         if kind == "f":
-            width = 16 if spec.dtype == "float16" else 32 if spec.dtype == "float32" else 64
+            width: Literal[16, 32, 64] = 16 if spec.dtype == "float16" else 32 if spec.dtype == "float32" else 64
             elements = st.floats(low, high, width=width, allow_nan=False, allow_infinity=False)
             return arrays(spec.dtype, shape, elements=elements, fill=st.nothing())
         return arrays(spec.dtype, shape, elements=st.integers(int(low), int(high) - 1), fill=st.nothing())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from typing import Any
@@ -78,7 +79,9 @@ def measure_variant(run: ContractRun, name: str, bench: TritonBench) -> VariantR
         budgets = load_budgets(latency.budgets)
     own = type(bench)(hardware=bench.hardware, budgets=budgets, policy=_policy(latency, bench), clock=bench.clock)
     call = request_call(run, served, latency.batch_size)
-    warm = {rows: request_call(run, served, rows) for rows in latency.warm_batch_sizes}
+    warm: dict[Hashable, Callable[[], object]] = {
+        rows: request_call(run, served, rows) for rows in latency.warm_batch_sizes
+    }
     throughput = None
     if latency.throughput_batch_size != latency.batch_size:
         throughput = warm.get(latency.throughput_batch_size) or request_call(run, served, latency.throughput_batch_size)

@@ -36,7 +36,8 @@ class VariantUnavailable(Exception):
 class ServerFactory(Protocol):
     """What the contracts need of the session's ``triton_server_factory``."""
 
-    launcher: str
+    @property
+    def launcher(self) -> str: ...
 
     def start(self, repository: str | Path) -> Any: ...
 
