@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pytest_triton.bench.session import TritonBench
     from pytest_triton.contracts import ContractRun
     from pytest_triton.contracts import Declaration
-    from pytest_triton.fixtures import TritonServerFactory
+    from pytest_triton.serving import TritonServerFactory
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -69,10 +69,20 @@ def load_contracts(config: pytest.Config) -> None:
     """Read and validate every contracts file (an invalid one is a usage error: the run stops before tests)."""
     from pytest_triton.contracts import load_declaration
     from pytest_triton.errors import ConfigError
+    from pytest_triton.servers.registry import launcher_class
 
     state = ContractsState()
     try:
         state.declarations = [load_declaration(path) for path in contract_paths(config)]
+        for declaration in state.declarations:
+            for variant in declaration.variants.values():
+                if variant.launcher is not None:
+                    try:
+                        launcher_class(variant.launcher)
+                    except ConfigError as exc:
+                        raise ConfigError(
+                            f"variants.{variant.name}.launcher={variant.launcher!r}: {exc}", path=str(declaration.path)
+                        ) from None
     except ConfigError as exc:
         raise pytest.UsageError(f"invalid contracts file: {exc}") from exc
     config.stash[CONTRACTS_KEY] = state
@@ -104,8 +114,15 @@ def _run(request: pytest.FixtureRequest, declaration: Declaration, factory: Trit
 
     state = request.config.stash[CONTRACTS_KEY]
     if declaration.path not in state.runs:
+        from pytest_triton.serving import TritonServerFactory
+
+        def factory_for(launcher: str) -> TritonServerFactory:
+            # the session's options and state: its servers get their logs attached like the session's own
+            return TritonServerFactory(launcher, factory.options, factory.state)
+
         staging = request.getfixturevalue("tmp_path_factory").mktemp("contracts")
-        servers = ContractServers(factory, staging, gpu=bool(request.config.getoption("gpu")))
+        servers = ContractServers(factory, staging, gpu=factory.options.gpu, factory_for=factory_for)
+        request.config.add_cleanup(servers.stop_all)
         state.runs[declaration.path] = ContractRun(declaration, servers)
     return state.runs[declaration.path]
 

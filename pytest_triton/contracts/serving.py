@@ -7,6 +7,7 @@ A variant that cannot run here (no GPU, no TensorRT, another launcher than the s
 from __future__ import annotations
 
 import tarfile
+from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +40,9 @@ class ServerFactory(Protocol):
     @property
     def launcher(self) -> str: ...
 
-    def start(self, repository: str | Path) -> Any: ...
+    def start(self, repository: str | Path | None) -> Any: ...
+
+    def stop_all(self) -> None: ...
 
 
 @final
@@ -63,19 +66,6 @@ class ServedVariant:
         return getattr(urls, "http", None)
 
 
-def _transport(server: Any, protocol: str) -> Transport:
-    make = getattr(server, "transport", None)  # the serving seam's launchers build their own
-    if callable(make):
-        transport: Transport = make(protocol)
-        return transport
-    from pytest_triton.client.transports import TritonGrpcTransport
-    from pytest_triton.client.transports import TritonHttpTransport
-
-    if protocol == "grpc":
-        return TritonGrpcTransport(server.urls.grpc)
-    return TritonHttpTransport(server.urls.http)
-
-
 def tensorrt_plan_models(repository: Path) -> list[str]:
     """Models of a repository that only TensorRT can run (``platform: "tensorrt_plan"``)."""
     from pytest_triton.config import read_config
@@ -94,14 +84,26 @@ def tensorrt_plan_models(repository: Path) -> list[str]:
 
 @final
 class ContractServers:
-    """Serves variants on ``factory``; a repository is served once for every variant that uses it."""
+    """Serves variants on ``factory``; a repository is served once for every variant that uses it.
 
-    def __init__(self, factory: ServerFactory, staging: Path, *, gpu: bool) -> None:
+    A variant that names another launcher than the session's is served by a factory of its own, made by
+    ``factory_for(launcher)`` (None: such variants are skipped); :meth:`stop_all` stops those."""
+
+    def __init__(
+        self,
+        factory: ServerFactory,
+        staging: Path,
+        *,
+        gpu: bool,
+        factory_for: Callable[[str], ServerFactory] | None = None,
+    ) -> None:
         self.factory = factory
         self.staging = staging
         self.gpu = gpu
-        self._servers: dict[Path, tuple[Any, tuple[Any, ...]]] = {}
-        self._served: dict[tuple[Path, str], ServedVariant] = {}
+        self.factory_for = factory_for
+        self._factories: dict[str, ServerFactory] = {factory.launcher: factory}
+        self._servers: dict[tuple[str, Path], tuple[Any, tuple[Any, ...]]] = {}
+        self._served: dict[tuple[str, Path, str], ServedVariant] = {}
         self._folders: dict[Path, Path] = {}
 
     def folder(self, repository: Path) -> Path:
@@ -121,8 +123,8 @@ class ContractServers:
 
     def unavailable_reason(self, variant: Variant) -> str | None:
         """Why ``variant`` cannot run in this session, or None."""
-        session = getattr(self.factory, "launcher", None)
-        if variant.launcher is not None and session is not None and variant.launcher != session:
+        session = self.factory.launcher
+        if variant.launcher is not None and variant.launcher != session and self.factory_for is None:
             return (
                 f"it is served by launcher {variant.launcher!r} and this session's is {session!r} "
                 f"(run with --triton-launcher {variant.launcher})"
@@ -145,12 +147,14 @@ class ContractServers:
         reason = self.unavailable_reason(variant)
         if reason is not None:
             raise VariantUnavailable(variant.name, reason)
-        key = (variant.repository, variant.protocol)
+        launcher = variant.launcher or self.factory.launcher
+        key = (launcher, variant.repository, variant.protocol)
         if key not in self._served:
-            server, adapted = self._server(self.folder(variant.repository))
+            server, adapted = self._server(launcher, self.folder(variant.repository))
             providers = tuple(str(a.providers[0]) for a in adapted if a.providers)
             notes = tuple(a.describe() for a in adapted)
-            self._served[key] = ServedVariant(variant, server, _transport(server, variant.protocol), providers, notes)
+            transport: Transport = server.transport(variant.protocol)
+            self._served[key] = ServedVariant(variant, server, transport, providers, notes)
         served = self._served[key]
         if served.variant is not variant:
             served = ServedVariant(variant, served.server, served.transport, served.providers, served.notes)
@@ -161,18 +165,21 @@ class ContractServers:
             )
         return served
 
-    def _server(self, folder: Path) -> tuple[Any, tuple[Any, ...]]:
-        if folder not in self._servers:
-            state = getattr(self.factory, "state", None)
-            before = len(state.adapted) if state is not None else 0
-            server = self.factory.start(folder)
-            prepared = getattr(server, "prepared", None)  # the serving seam reports adaptations per server
-            if prepared is not None:
-                adapted: tuple[Any, ...] = tuple(prepared.adapted)
-            else:
-                adapted = tuple(state.adapted[before:]) if state is not None else ()
-            self._servers[folder] = (server, adapted)
-        return self._servers[folder]
+    def _server(self, launcher: str, folder: Path) -> tuple[Any, tuple[Any, ...]]:
+        if (launcher, folder) not in self._servers:
+            if launcher not in self._factories:
+                assert self.factory_for is not None
+                self._factories[launcher] = self.factory_for(launcher)
+            server = self._factories[launcher].start(folder)
+            prepared = server.prepared  # what the launcher changed: ONNX models on the adapter, with providers
+            self._servers[(launcher, folder)] = (server, tuple(prepared.adapted) if prepared is not None else ())
+        return self._servers[(launcher, folder)]
+
+    def stop_all(self) -> None:
+        """Stop the servers of the variants' own launchers (the session's factory stops its own)."""
+        for factory in self._factories.values():
+            if factory is not self.factory:
+                factory.stop_all()
 
     def reference(self, declaration: Declaration) -> tuple[Transport, str]:
         """The reference's transport and the model name to call on it."""
