@@ -211,18 +211,35 @@ class _Reader:
     def key(self, keys: tuple[str, ...]) -> str:
         return ".".join((*self.prefix, *keys))
 
+    def _header(self, keys: tuple[str, ...]) -> int:
+        """The line of ``[a.b]`` / ``[[a.b]]`` for ``keys`` (the last one for an array of tables); 0 if none."""
+        pattern = re.compile(rf"^\s*\[+\s*{re.escape('.'.join((*self.prefix, *keys)))}\s*\]+")
+        found = [n for n, line in enumerate(self.lines, start=1) if pattern.search(line)]
+        return found[-1] if found else 0
+
     def line_of(self, keys: tuple[str, ...]) -> int:
-        """Best effort: the line that sets the last key (or opens its table); 0 when not found."""
+        """Best effort: the line that sets the last key inside its table (or opens it); 0 when not found."""
         if not keys:
             return 0
+        if header := self._header(keys):
+            return header
+        table = keys[:-1]
+        start = self._header(table) if table or self.prefix else 1
+        if start:  # the key's own table: from its header to the next one
+            end = next(
+                (n for n in range(start + 1, len(self.lines) + 1) if self.lines[n - 1].lstrip().startswith("[")),
+                len(self.lines) + 1,
+            )
+            span = range(start, end)
+        else:  # an inline table or a dotted key: on its parent's line
+            parent = self.line_of(table)
+            span = range(parent, parent + 1) if parent else range(1, len(self.lines) + 1)
         last = re.escape(keys[-1])
-        header = re.compile(rf"^\s*\[+\s*{re.escape('.'.join((*self.prefix, *keys)))}\s*\]+")
         assign = re.compile(rf"^\s*\"?{last}\"?\s*=|[{{,]\s*\"?{last}\"?\s*=")
-        for pattern in (header, assign):
-            for number, line in enumerate(self.lines, start=1):
-                if pattern.search(line):
-                    return number
-        return self.line_of(keys[:-1])
+        for number in span:
+            if number >= 1 and assign.search(self.lines[number - 1]):
+                return number
+        return self.line_of(table)
 
     def fail(self, keys: tuple[str, ...], message: str) -> ConfigError:
         return ConfigError(message, path=str(self.path), line=self.line_of(keys), col=1 if keys else 0)
