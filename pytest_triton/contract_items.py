@@ -73,16 +73,7 @@ def load_contracts(config: pytest.Config) -> None:
 
     state = ContractsState()
     try:
-        state.declarations = [load_declaration(path) for path in contract_paths(config)]
-        for declaration in state.declarations:
-            for variant in declaration.variants.values():
-                if variant.launcher is not None:
-                    try:
-                        launcher_class(variant.launcher)
-                    except ConfigError as exc:
-                        raise ConfigError(
-                            f"variants.{variant.name}.launcher={variant.launcher!r}: {exc}", path=str(declaration.path)
-                        ) from None
+        state.declarations = [load_declaration(path, check_launcher=launcher_class) for path in contract_paths(config)]
     except ConfigError as exc:
         raise pytest.UsageError(f"invalid contracts file: {exc}") from exc
     config.stash[CONTRACTS_KEY] = state
@@ -249,7 +240,8 @@ def collect_contract_items(session: pytest.Session) -> list[pytest.Item]:
             item.add_marker("triton_contract")
             own.append(item)
         # the file's collection report, as pytest's own collectors make: "collected N items" counts these
-        session.ihook.pytest_collectreport(report=pytest.CollectReport(parent.nodeid, "passed", None, own))
+        collected: list[pytest.Item | pytest.Collector] = list(own)
+        session.ihook.pytest_collectreport(report=pytest.CollectReport(parent.nodeid, "passed", None, collected))
         items.extend(own)
     return items
 

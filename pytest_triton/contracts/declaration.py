@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
@@ -203,10 +204,13 @@ class Declaration:
 class _Reader:
     """Typed access to the TOML data; every error names the file, the line and the key path."""
 
-    def __init__(self, path: Path, text: str, prefix: tuple[str, ...]) -> None:
+    def __init__(
+        self, path: Path, text: str, prefix: tuple[str, ...], check_launcher: Callable[[str], object] | None = None
+    ) -> None:
         self.path = path
         self.lines = text.splitlines()
         self.prefix = prefix
+        self.check_launcher = check_launcher
 
     def key(self, keys: tuple[str, ...]) -> str:
         return ".".join((*self.prefix, *keys))
@@ -334,12 +338,20 @@ def _variant(read: _Reader, name: str, data: Any) -> Variant:
         if not isinstance(value, dict) or not all(isinstance(v, str) and v for v in value.values()):
             raise read.bad((*keys, key), value, 'a table of names (e.g. { logits = "LOGITS" })')
         mappings[key] = value
+    launcher = read.string(data, (*keys, "launcher")) if "launcher" in data else None
+    if launcher is not None and read.check_launcher is not None:
+        try:
+            read.check_launcher(launcher)
+        except ConfigError as exc:
+            raise read.fail(
+                (*keys, "launcher"), f"{read.key((*keys, 'launcher'))}={launcher!r}: {exc.reason}"
+            ) from None
     return Variant(
         name=name,
         repository=repository,
         model=read.string(data, (*keys, "model")),
         precision=precision,
-        launcher=read.string(data, (*keys, "launcher")) if "launcher" in data else None,
+        launcher=launcher,
         protocol=read.choice(data, (*keys, "protocol"), PROTOCOLS, "http"),
         inputs=mappings["inputs"],
         outputs=mappings["outputs"],
@@ -516,8 +528,13 @@ def _latency(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> Laten
     )
 
 
-def parse_declaration(text: str, path: str | Path) -> Declaration:
-    """Parse and validate a contracts file's ``text``; ``path`` names it in errors and anchors relative paths."""
+def parse_declaration(
+    text: str, path: str | Path, *, check_launcher: Callable[[str], object] | None = None
+) -> Declaration:
+    """Parse and validate a contracts file's ``text``; ``path`` names it in errors and anchors relative paths.
+
+    ``check_launcher`` raises ConfigError for a launcher name that is not registered (the plugin passes the
+    registry's lookup)."""
     file = Path(path).resolve()
     try:
         data: Any = tomllib.loads(text)
@@ -532,7 +549,7 @@ def parse_declaration(text: str, path: str | Path) -> Declaration:
             data = data.get(key) if isinstance(data, dict) else None
         if data is None:
             raise ConfigError(f"no [{'.'.join(PYPROJECT_TABLE)}] table in this pyproject.toml", path=str(file))
-    read = _Reader(file, text, prefix)
+    read = _Reader(file, text, prefix, check_launcher)
     data = read.table(data, (), {"variants", "reference", "inputs", "parity", "latency"})
     raw_variants = read.table(data.get("variants", {}), ("variants",), set(data.get("variants", {})))
     if not raw_variants:
@@ -558,11 +575,11 @@ def parse_declaration(text: str, path: str | Path) -> Declaration:
     return declaration
 
 
-def load_declaration(path: str | Path) -> Declaration:
+def load_declaration(path: str | Path, *, check_launcher: Callable[[str], object] | None = None) -> Declaration:
     """Read and validate a contracts file; an unreadable file is a ConfigError naming it."""
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read the contracts file: {exc.strerror or exc}", path=str(file)) from exc
-    return parse_declaration(text, file)
+    return parse_declaration(text, file, check_launcher=check_launcher)

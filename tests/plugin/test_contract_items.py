@@ -195,3 +195,61 @@ def test_an_invalid_declaration_stops_the_run_naming_file_key_and_value(pytester
             "expected one of 'fp32', 'tf32', 'fp16', 'int8'"
         ]
     )
+
+
+SMALL = """\
+[reference]
+onnx = "model.onnx"
+
+[variants.a]
+repository = "repos"
+model = "m"
+
+[variants.b]
+repository = "repos"
+model = "m"{extra}
+
+[inputs]
+generate = {{}}
+
+[latency]
+variants = ["b"]
+"""
+
+
+def _small(root: Path, extra: str = "") -> str:
+    (root / "repos").mkdir(exist_ok=True)
+    (root / "model.onnx").write_bytes(b"")
+    return SMALL.format(extra=extra)
+
+
+def test_declarations_from_the_ini_key_and_from_pyproject(pytester: pytest.Pytester) -> None:
+    text = _small(pytester.path)
+    (pytester.path / "sub").mkdir()
+    (pytester.path / "sub" / "c.toml").write_text(
+        text.replace('"model.onnx"', '"../model.onnx"').replace('"repos"', '"../repos"')
+    )
+    (pytester.path / "pytest.ini").write_text("[pytest]\ntriton_contracts = sub/c.toml\n")
+    result = pytester.runpytest_subprocess("--co", "-q", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(
+        ["sub/c.toml::parity[[]a[]]", "sub/c.toml::parity[[]b[]]", "sub/c.toml::latency[[]b[]]"]
+    )
+    (pytester.path / "pytest.ini").unlink()
+    body = text.replace("[reference]", "[tool.pytest-triton.contracts.reference]")
+    for table in ("variants.", "inputs", "latency"):
+        body = body.replace(f"[{table}", f"[tool.pytest-triton.contracts.{table}")
+    (pytester.path / "pyproject.toml").write_text(body)
+    result = pytester.runpytest_subprocess("--co", "-q", "-p", "no:cacheprovider", "-k", "latency")
+    result.stdout.fnmatch_lines(["pyproject.toml::latency[[]b[]]", "1/3 tests collected (2 deselected)*"])
+
+
+def test_an_unknown_launcher_stops_the_run_listing_the_known_ones(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", contracts=_small(pytester.path, '\nlauncher = "kubernetes"'))
+    result = pytester.runpytest_subprocess("--triton-contracts", "contracts.toml", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: invalid contracts file: */contracts.toml:11:1: "
+            "variants.b.launcher='kubernetes': *(known: local, url)*"
+        ]
+    )
