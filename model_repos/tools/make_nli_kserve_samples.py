@@ -32,7 +32,12 @@ def kserve_lines(samples: Path = SAMPLES, tokenizer: Path = TOKENIZER) -> list[s
         ids, mask = encoder.encode([sample.pair])
         inputs = [
             {"name": "input_ids", "shape": [1, MAX_LENGTH], "datatype": "INT64", "data": ids.reshape(-1).tolist()},
-            {"name": "attention_mask", "shape": [1, MAX_LENGTH], "datatype": "INT64", "data": mask.reshape(-1).tolist()},
+            {
+                "name": "attention_mask",
+                "shape": [1, MAX_LENGTH],
+                "datatype": "INT64",
+                "data": mask.reshape(-1).tolist(),
+            },
             {"name": "PREMISE", "shape": [1, 1], "datatype": "BYTES", "data": [sample.premise]},
             {"name": "HYPOTHESIS", "shape": [1, 1], "datatype": "BYTES", "data": [sample.hypothesis]},
         ]
