@@ -6,13 +6,13 @@ The plugin turns each file into test items (``parity[VARIANT]``, ``latency[VARIA
 
 from __future__ import annotations
 
-from pytest_triton.contracts.declaration import Declaration
 from pytest_triton.contracts.declaration import load_declaration
 from pytest_triton.contracts.declaration import parse_declaration
 from pytest_triton.contracts.parity_run import ContractRun
 from pytest_triton.contracts.parity_run import ParityOutcome
 from pytest_triton.contracts.serving import ContractServers
 from pytest_triton.contracts.serving import VariantUnavailable
+from pytest_triton.contracts.spec import Declaration
 
 __all__ = [
     "ContractRun",

@@ -15,7 +15,7 @@ from typing import final
 import numpy as np
 from numpy.typing import NDArray
 
-from pytest_triton.contracts.declaration import OutputCheck
+from pytest_triton.contracts.spec import OutputCheck
 from pytest_triton.parity import Tolerance
 from pytest_triton.parity import compare
 from pytest_triton.parity import compare_labels

@@ -17,7 +17,7 @@ from typing import final
 import numpy as np
 from numpy.typing import NDArray
 
-from pytest_triton.contracts.declaration import TensorRule
+from pytest_triton.contracts.spec import TensorRule
 from pytest_triton.errors import ConfigError
 from pytest_triton.repository.tensors import TRITON_TO_NUMPY
 

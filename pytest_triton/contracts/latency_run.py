@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 from typing import Any
 from typing import final
 
-from pytest_triton.contracts.declaration import Latency
-from pytest_triton.contracts.declaration import RelativeBudget
 from pytest_triton.contracts.parity_run import ContractRun
 from pytest_triton.contracts.samples import batch_of
 from pytest_triton.contracts.samples import select_inputs
 from pytest_triton.contracts.serving import ServedVariant
 from pytest_triton.contracts.serving import batching
+from pytest_triton.contracts.spec import Latency
+from pytest_triton.contracts.spec import RelativeBudget
 
 if TYPE_CHECKING:
     from pytest_triton.bench.results import VariantResult

@@ -22,10 +22,6 @@ from numpy.typing import NDArray
 from pytest_triton.client.transports import Transport
 from pytest_triton.contracts.checks import CheckResult
 from pytest_triton.contracts.checks import compare_outputs
-from pytest_triton.contracts.declaration import Declaration
-from pytest_triton.contracts.declaration import Generated
-from pytest_triton.contracts.declaration import Variant
-from pytest_triton.contracts.declaration import precision_tolerance
 from pytest_triton.contracts.generated import GeneratedInput
 from pytest_triton.contracts.generated import generated_inputs
 from pytest_triton.contracts.samples import Sample
@@ -34,6 +30,10 @@ from pytest_triton.contracts.samples import select_inputs
 from pytest_triton.contracts.serving import ContractServers
 from pytest_triton.contracts.serving import ServedVariant
 from pytest_triton.contracts.serving import batching
+from pytest_triton.contracts.spec import Declaration
+from pytest_triton.contracts.spec import Generated
+from pytest_triton.contracts.spec import Variant
+from pytest_triton.contracts.spec import precision_tolerance
 
 __all__ = ["ContractRun", "ParityOutcome", "format_tensors"]
 

@@ -16,8 +16,8 @@ from typing import Protocol
 from typing import final
 
 from pytest_triton.client.transports import Transport
-from pytest_triton.contracts.declaration import Declaration
-from pytest_triton.contracts.declaration import Variant
+from pytest_triton.contracts.spec import Declaration
+from pytest_triton.contracts.spec import Variant
 from pytest_triton.errors import ConfigError
 
 __all__ = ["ContractServers", "ServedVariant", "VariantUnavailable"]

@@ -9,7 +9,7 @@ import pytest
 from numpy.typing import NDArray
 
 from pytest_triton.contracts.checks import compare_outputs
-from pytest_triton.contracts.declaration import OutputCheck
+from pytest_triton.contracts.spec import OutputCheck
 from pytest_triton.parity import tolerance
 
 REF = {"y": np.array([[1.0, 2.0, 3.0], [3.0, 1.0, 2.0]], dtype=np.float32)}

@@ -11,13 +11,13 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from pytest_triton.contracts.declaration import TensorRule
 from pytest_triton.contracts.generated import GeneratedInput
 from pytest_triton.contracts.generated import generated_inputs
 from pytest_triton.contracts.generated import numpy_request
 from pytest_triton.contracts.generated import request_tensors
 from pytest_triton.contracts.samples import batch_of
 from pytest_triton.contracts.samples import load_samples
+from pytest_triton.contracts.spec import TensorRule
 from pytest_triton.errors import ConfigError
 from pytest_triton.repository import RepositoryBuilder
 from pytest_triton.repository import TensorSpec
