@@ -34,6 +34,7 @@ from pytest_triton.contracts.spec import Declaration
 from pytest_triton.contracts.spec import Generated
 from pytest_triton.contracts.spec import Variant
 from pytest_triton.contracts.spec import precision_tolerance
+from pytest_triton.errors import MissingDependency
 
 __all__ = ["ContractRun", "ParityOutcome", "format_tensors"]
 
@@ -204,11 +205,14 @@ class ContractRun:
         return ParityOutcome(name, self.declaration.reference.name, tuple(checks), f"{len(samples)} samples of {where}")
 
     def _parity_generated(self, variant: Variant, served: ServedVariant, generated: Generated) -> ParityOutcome:
-        from hypothesis import HealthCheck
-        from hypothesis import Phase
-        from hypothesis import find
-        from hypothesis import settings
-        from hypothesis.errors import NoSuchExample
+        try:
+            from hypothesis import HealthCheck
+            from hypothesis import Phase
+            from hypothesis import find
+            from hypothesis import settings
+            from hypothesis.errors import NoSuchExample
+        except ImportError as exc:
+            raise MissingDependency("hypothesis", "contracts") from exc
 
         from pytest_triton.contracts.generated import request_tensors
 
