@@ -15,12 +15,13 @@ from typing import final
 import numpy as np
 from numpy.typing import NDArray
 
+from pytest_triton.contracts.spec import LabelCheck
 from pytest_triton.contracts.spec import OutputCheck
 from pytest_triton.parity import Tolerance
 from pytest_triton.parity import compare
 from pytest_triton.parity import compare_labels
 
-__all__ = ["CheckResult", "compare_outputs"]
+__all__ = ["CheckResult", "compare_outputs", "compare_text_labels"]
 
 
 @final
@@ -140,3 +141,27 @@ def compare_outputs(
         if check.cosine is not None:
             results.append(_cosine(check.name, ref, cand, check.cosine, variant, row_ids))
     return results
+
+
+def compare_text_labels(
+    check: LabelCheck,
+    reference: Mapping[str, NDArray[Any]],
+    labels: NDArray[Any] | None,
+    variant: str,
+    reference_name: str,
+    row_ids: Sequence[str],
+) -> CheckResult:
+    """The variant's text labels against the names of the reference's row-wise argmax of ``check.source``."""
+    title = f"labels {check.outputs[variant]!r} vs names of argmax({check.source})"
+    if check.source not in reference or labels is None:
+        missing = check.source if check.source not in reference else check.outputs[variant]
+        side = reference_name if check.source not in reference else variant
+        return CheckResult(check.name, title, False, (f"output {missing!r} missing from {side!r}",))
+    report = compare_labels(
+        check.reference_labels(reference[check.source]),
+        np.asarray(labels).reshape(-1),
+        ids=list(row_ids),
+        reference_name=reference_name,
+        candidate_name=variant,
+    )
+    return CheckResult(check.name, title, report.ok, tuple(report.message().splitlines()))

@@ -22,6 +22,7 @@ from pytest_triton.contracts.spec import REQUIREMENTS
 from pytest_triton.contracts.spec import Declaration
 from pytest_triton.contracts.spec import Generated
 from pytest_triton.contracts.spec import Inputs
+from pytest_triton.contracts.spec import LabelCheck
 from pytest_triton.contracts.spec import Latency
 from pytest_triton.contracts.spec import OutputCheck
 from pytest_triton.contracts.spec import Reference
@@ -277,10 +278,32 @@ def _inputs(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> Inputs
     )
 
 
+def _labels(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> tuple[LabelCheck, ...]:
+    if data is None:
+        return ()
+    data = read.table(data, ("parity",), {"outputs", "labels"})
+    tables = read.table(data.get("labels", {}), ("parity", "labels"), set(data.get("labels", {})))
+    checks = []
+    for name, table in tables.items():
+        keys = ("parity", "labels", name)
+        table = read.table(table, keys, {"from", "names", "variants"})
+        names = table.get("names")
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+            raise read.bad((*keys, "names"), names, "a list of label names in the order of the output's values")
+        outputs = table.get("variants")
+        if not isinstance(outputs, dict) or not outputs or not all(isinstance(v, str) and v for v in outputs.values()):
+            raise read.bad((*keys, "variants"), outputs, 'a table of variant = "LABEL_OUTPUT"')
+        for variant in outputs:
+            if variant not in variants:
+                raise read.bad((*keys, "variants"), variant, f"one of the variants ({', '.join(variants)})")
+        checks.append(LabelCheck(name, read.string(table, (*keys, "from")), tuple(names), outputs))
+    return tuple(checks)
+
+
 def _outputs(read: _Reader, data: Any) -> tuple[OutputCheck, ...]:
     if data is None:
         return ()
-    data = read.table(data, ("parity",), {"outputs"})
+    data = read.table(data, ("parity",), {"outputs", "labels"})
     outputs = read.table(data.get("outputs", {}), ("parity", "outputs"), set(data.get("outputs", {})))
     checks = []
     for name, table in outputs.items():
@@ -406,6 +429,7 @@ def parse_declaration(
         reference=reference,
         inputs=_inputs(read, data.get("inputs"), variants),
         outputs=_outputs(read, data.get("parity")),
+        labels=_labels(read, data.get("parity"), variants),
         latency=_latency(read, data.get("latency"), variants),
     )
     for variant in declaration.variants.values():
@@ -416,6 +440,14 @@ def parse_declaration(
                     output,
                     f"an output of [parity.outputs] ({', '.join(o.name for o in declaration.outputs)})",
                 )
+    compared = {o.name for o in declaration.outputs}
+    for label in declaration.labels:
+        if compared and label.source not in compared:
+            raise read.bad(
+                ("parity", "labels", label.name, "from"),
+                label.source,
+                f"an output of [parity.outputs] ({', '.join(sorted(compared))})",
+            )
     return declaration
 
 

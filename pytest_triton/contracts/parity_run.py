@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from pytest_triton.client.transports import Transport
 from pytest_triton.contracts.checks import CheckResult
 from pytest_triton.contracts.checks import compare_outputs
+from pytest_triton.contracts.checks import compare_text_labels
 from pytest_triton.contracts.generated import GeneratedInput
 from pytest_triton.contracts.generated import generated_inputs
 from pytest_triton.contracts.samples import Sample
@@ -37,6 +38,8 @@ from pytest_triton.contracts.spec import precision_tolerance
 from pytest_triton.errors import MissingDependency
 
 __all__ = ["ContractRun", "ParityOutcome", "format_tensors"]
+
+LABEL_KEY = "\0label:"  # candidate outputs: a variant's text labels, apart from its compared outputs
 
 
 @final
@@ -164,13 +167,19 @@ class ContractRun:
         request for a subset of its outputs with "unexpected deadlock, at least one output is not set"."""
         if variant.protocol == "http":
             return []
-        return [variant.output_name(n) for n in self.output_names()]
+        labels = [c.outputs[variant.name] for c in self.declaration.labels if variant.name in c.outputs]
+        return [variant.output_name(n) for n in self.output_names()] + labels
 
     def _candidate(self, served: ServedVariant, tensors: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
         variant = served.variant
         names = self.output_names()
         found = infer(served.transport, variant.model, variant.rename_inputs(tensors), self.requested_outputs(variant))
-        return {n: found[variant.output_name(n)] for n in names if variant.output_name(n) in found}
+        outputs = {n: found[variant.output_name(n)] for n in names if variant.output_name(n) in found}
+        for check in self.declaration.labels:  # text labels, under a key no output name can have
+            label = check.outputs.get(variant.name)
+            if label is not None and label in found:
+                outputs[LABEL_KEY + check.name] = found[label]
+        return outputs
 
     def _compare(
         self,
@@ -180,15 +189,21 @@ class ContractRun:
         cand: Mapping[str, NDArray[Any]],
         rows: Sequence[str],
     ) -> list[CheckResult]:
-        return compare_outputs(
+        reference_name = self.declaration.reference.name
+        results = compare_outputs(
             ref,
-            cand,
+            {k: v for k, v in cand.items() if not k.startswith(LABEL_KEY)},
             self.declaration.outputs,
             precision=precision_tolerance(variant.precision_on(served.has_gpu)),
             variant=variant.name,
-            reference_name=self.declaration.reference.name,
+            reference_name=reference_name,
             row_ids=rows,
         )
+        for check in self.declaration.labels:
+            if variant.name in check.outputs:
+                labels = cand.get(LABEL_KEY + check.name)
+                results.append(compare_text_labels(check, ref, labels, variant.name, reference_name, rows))
+        return results
 
     def parity(self, name: str) -> ParityOutcome:
         """Compare variant ``name`` with the reference (raises VariantUnavailable where it cannot run)."""
@@ -225,14 +240,16 @@ class ContractRun:
         rows = [f"row {i}" for i in range(batch or 1)]
         deadline = time.monotonic() + generated.max_seconds
         tried = 0
+        last: list[CheckResult] = []  # the checks of the last input tried: what a pass reports
 
         def disagrees(tensors: dict[str, NDArray[Any]]) -> bool:
-            nonlocal tried
+            nonlocal tried, last
             if time.monotonic() > deadline:
                 return False  # out of time: the search (or the shrinking) ends with what it has
             tried += 1
             ref = infer(transport, model, tensors, names)
-            return not all(c.ok for c in self._compare(variant, served, ref, self._candidate(served, tensors), rows))
+            last = self._compare(variant, served, ref, self._candidate(served, tensors), rows)
+            return not all(c.ok for c in last)
 
         started = time.monotonic()
         config = settings(
@@ -257,7 +274,8 @@ class ContractRun:
             f"reproduce with [inputs.generate] seed = {generated.seed})"
         )
         if minimal is None:
-            checks = [CheckResult(n, "generated inputs", True, (f"no disagreement found on {text}",)) for n in names]
+            found = f"no disagreement found on {text}; the checks on the last input:"
+            checks = [CheckResult("all outputs", "generated inputs", True, (found,)), *last]
             return ParityOutcome(variant.name, self.declaration.reference.name, tuple(checks), text)
         ref = infer(transport, model, minimal, names)
         checks = self._compare(variant, served, ref, self._candidate(served, minimal), rows)

@@ -24,6 +24,7 @@ __all__ = [
     "Declaration",
     "Generated",
     "Inputs",
+    "LabelCheck",
     "Latency",
     "OutputCheck",
     "Reference",
@@ -138,6 +139,24 @@ class OutputCheck:
 
 @final
 @dataclass(frozen=True)
+class LabelCheck:
+    """Labels a variant returns as text (an ensemble's postprocess) against the reference's: the name of the
+    largest value of each row of the reference's output ``source``."""
+
+    name: str
+    source: str
+    names: tuple[str, ...]
+    outputs: Mapping[str, str]  # variant -> its label output; variants not listed are not checked
+
+    def reference_labels(self, values: Any) -> list[str]:
+        import numpy as np
+
+        rows = np.asarray(values).reshape(len(values), -1)
+        return [self.names[int(i)] if int(i) < len(self.names) else f"#{int(i)}" for i in rows.argmax(axis=1)]
+
+
+@final
+@dataclass(frozen=True)
 class RelativeBudget:
     """``variant``'s percentile may be at most ``max_ratio`` times ``baseline``'s."""
 
@@ -177,6 +196,7 @@ class Declaration:
     reference: Reference
     inputs: Inputs
     outputs: tuple[OutputCheck, ...] = ()  # empty: every reference output at each variant's precision
+    labels: tuple[LabelCheck, ...] = ()
     latency: Latency | None = None
 
     @property

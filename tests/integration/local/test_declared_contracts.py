@@ -25,7 +25,7 @@ def test_shipped_declarations_hold(pytester: pytest.Pytester) -> None:
         "parity",
         "-p",
         "no:cacheprovider",
-        "-rs",
+        "-rA",
     )
     result.assert_outcomes(passed=6, skipped=1)
     result.stdout.fnmatch_lines_random(
@@ -39,4 +39,9 @@ def test_shipped_declarations_hold(pytester: pytest.Pytester) -> None:
             "PASSED   *tabular.contracts.toml::parity?onnx-fp16?: *",
             "PASSED   *tabular.contracts.toml::parity?ensemble?: *",
         ]
+    )
+    # the ensembles' text labels are checked against the names of the reference's best logits
+    assert result.stdout.str().count("- label labels 'LABEL' vs names of argmax(logits): ok") == 2
+    result.stdout.fnmatch_lines(
+        ["- all outputs generated inputs: ok", "  no disagreement found on 40 generated inputs*"]
     )

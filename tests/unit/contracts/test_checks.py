@@ -9,6 +9,8 @@ import pytest
 from numpy.typing import NDArray
 
 from pytest_triton.contracts.checks import compare_outputs
+from pytest_triton.contracts.checks import compare_text_labels
+from pytest_triton.contracts.spec import LabelCheck
 from pytest_triton.contracts.spec import OutputCheck
 from pytest_triton.parity import tolerance
 
@@ -73,3 +75,14 @@ def test_a_missing_output_fails_by_name() -> None:
         REF, {}, [OutputCheck("y")], precision=tolerance("fp32"), variant="v", reference_name="ref", row_ids=ROWS
     )
     assert [(r.ok, r.lines[0]) for r in results] == [(False, "output 'y' missing from 'v' (it has [])")]
+
+
+def test_text_labels_against_the_reference_argmax() -> None:
+    check = LabelCheck("label", "y", ("a", "b", "c"), {"v": "LABEL"})
+    good = np.array([[b"c"], [b"a"]], dtype=object)
+    assert compare_text_labels(check, REF, good, "v", "ref", ROWS).ok
+    bad = compare_text_labels(check, REF, np.array([[b"c"], [b"b"]], dtype=object), "v", "ref", ROWS)
+    assert not bad.ok
+    assert "[1] id='s2': reference='a' candidate='b'" in "\n".join(bad.lines)
+    missing = compare_text_labels(check, REF, None, "v", "ref", ROWS)
+    assert missing.lines == ("output 'LABEL' missing from 'v'",)

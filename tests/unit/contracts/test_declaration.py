@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pytest_triton.contracts import load_declaration
@@ -139,8 +141,32 @@ def test_a_pyproject_table(folder: Path) -> None:
         load_declaration(folder / "pyproject.toml")
 
 
+def test_label_checks(folder: Path) -> None:
+    labels = '\n[parity.labels.label]\nfrom = "y"\nnames = ["a", "b", "c"]\nvariants = { fp16 = "LABEL" }\n'
+    declaration = parse_declaration(GOOD.replace("\n[latency]", labels + "\n[latency]"), folder / "contracts.toml")
+    (check,) = declaration.labels
+    assert (check.source, check.names, dict(check.outputs)) == ("y", ("a", "b", "c"), {"fp16": "LABEL"})
+    assert check.reference_labels(np.array([[0.1, 0.9, 0.0], [2.0, 1.0, 0.0]])) == ["b", "a"]
+    with pytest.raises(
+        ConfigError, match=r"parity.labels.label.from='z': expected an output of \[parity.outputs\] \(y\)"
+    ):
+        parse(folder, GOOD.replace("\n[latency]", labels.replace('"y"', '"z"') + "\n[latency]"))
+    with pytest.raises(ConfigError, match=r"parity.labels.label.variants='gpu': expected one of the variants"):
+        parse(folder, GOOD.replace("\n[latency]", labels.replace("fp16 =", "gpu =") + "\n[latency]"))
+
+
 @pytest.mark.parametrize("name", ["scenario07.contracts.toml", "tabular.contracts.toml"])
 def test_the_shipped_declarations_load(name: str) -> None:
     declaration = load_declaration(MODEL_REPOS / name)
     assert declaration.candidates
     assert all(v.repository.is_dir() for v in declaration.variants.values())
+
+
+def test_the_shipped_label_names_are_the_models() -> None:
+    """The label names of the declarations are those the postprocess steps are built with."""
+    id2label = json.loads((MODEL_REPOS / "assets" / "tiny-mdeberta" / "labels.json").read_text())["id2label"]
+    (nli,) = load_declaration(MODEL_REPOS / "scenario07.contracts.toml").labels
+    assert list(nli.names) == [id2label[str(i)] for i in range(len(id2label))]
+    (tabular,) = load_declaration(MODEL_REPOS / "tabular.contracts.toml").labels
+    config = (MODEL_REPOS / "tabular" / "ensemble" / "postprocess" / "config.pbtxt").read_text()
+    assert f'string_value: "{",".join(tabular.names)}"' in config
