@@ -40,6 +40,7 @@ __all__ = [
     "StatsWindow",
     "composing_models",
     "fetch_metrics",
+    "fetch_server_version",
     "fetch_statistics",
     "metrics_delta",
     "parse_metrics",
@@ -191,6 +192,12 @@ def fetch_statistics(
         path = f"/v2/models/{urllib.parse.quote(model, safe='')}"
         path += f"/versions/{urllib.parse.quote(version, safe='')}/stats" if version else "/stats"
     return parse_statistics(_get(http_url.rstrip("/") + path, timeout))
+
+
+def fetch_server_version(http_url: str, *, timeout: float = 10.0) -> str:
+    """The server's ``name version`` from its metadata (``GET /v2``), e.g. ``triton 2.51.0``."""
+    data = json.loads(_get(http_url.rstrip("/") + "/v2", timeout))
+    return f"{data.get('name', 'server')} {data.get('version', '?')}"
 
 
 def composing_models(http_url: str, model: str, *, timeout: float = 10.0) -> list[str]:
