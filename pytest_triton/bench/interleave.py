@@ -14,6 +14,7 @@ its throughput) and its own stability verdict.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from collections.abc import Mapping
@@ -62,6 +63,25 @@ class Interleaved:
     def baseline(self) -> str:
         return next(iter(self.measurements))
 
+    def paired(self, variant: str, baseline: str, metric: str) -> tuple[list[float], list[float]]:
+        """Per kept round: ``variant``'s ``metric`` over ``baseline``'s, and minus it (ms or samples/s).
+
+        ``metric`` is ``p50_ms``..``p99_ms`` (of each round's window) or ``samples_per_s``. Comparing within a
+        round pairs windows measured under the same load; pooling all samples first would not (a mixture of slow
+        and fast rounds has a median that drift moves).
+        """
+        k = min(self.stable_windows, self.rounds)
+        ratios, differences = [], []
+        for mine, theirs in zip(self.measurements[variant].windows[-k:], self.measurements[baseline].windows[-k:]):
+            if metric == "samples_per_s":
+                a, b = mine.samples_per_s, theirs.samples_per_s
+            else:
+                p = float(metric[1:-3])
+                a, b = mine.percentile_ns(p) / 1e6, theirs.percentile_ns(p) / 1e6
+            ratios.append(a / b if b else math.inf)
+            differences.append(a - b)
+        return ratios, differences
+
     def pair_stability(self, variant: str, baseline: str) -> tuple[bool, bool, str]:
         """Whether ``variant``/``baseline`` settled over the kept rounds: (p50 ratio, throughput ratio, why)."""
         k = min(self.stable_windows, self.rounds)
@@ -82,12 +102,13 @@ def measure_interleaved(
     policy: WindowPolicy | None = None,
     settle: Settle = "ratios",
     clock: Clock = time.perf_counter_ns,
-    warmed: WarmupRecord | None = None,
+    warmed: Mapping[str, WarmupRecord] | None = None,
     on_boundary: Callable[[str], object] | None = None,
 ) -> Interleaved:
     """Measure every variant of ``calls`` (name → one request) in alternating windows until settled or bounded.
 
-    Warm up every shape first (:func:`~pytest_triton.bench.sampling.warm_up_shapes`): nothing here is warm-up.
+    Warm up every shape first (:func:`~pytest_triton.bench.sampling.warm_up_shapes`): nothing here is warm-up;
+    ``warmed`` (variant → its record) is kept in each variant's measurement for the report.
     ``on_boundary(name)`` is called before a variant's first window and after each of its windows, outside the
     timed windows (to snapshot server statistics; a variant's deltas then span the other variants' windows too,
     so variants measured together should not share a server's models).
@@ -135,7 +156,7 @@ def measure_interleaved(
             stable=own_stable,
             reason=f"{verdict} (interleaved with {len(names) - 1} other variant(s), {rounds} rounds); {own_text}",
             windows=tuple(own),
-            warmup=warmed or WarmupRecord(),
+            warmup=(warmed or {}).get(name, WarmupRecord()),
         )
     return Interleaved(measurements, rounds, stable, reason, policy.threshold, k)
 

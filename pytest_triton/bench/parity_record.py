@@ -6,21 +6,25 @@ Built from :mod:`pytest_triton.parity`'s reports (:func:`~pytest_triton.parity.c
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import final
 
-from pytest_triton.parity import LabelReport
-from pytest_triton.parity import OutputParity
-from pytest_triton.parity import ParityReport
+if TYPE_CHECKING:  # numpy stays out of the bench's import (the plugin imports the bench in its summary)
+    from pytest_triton.parity import LabelReport
+    from pytest_triton.parity import OutputParity
+    from pytest_triton.parity import ParityReport
 
 __all__ = ["OutputRecord", "ParityRecord"]
 
 
 def _plain(value: Any) -> Any:
-    """A JSON-ready scalar (numpy scalars become Python ones)."""
+    """A JSON-ready scalar: numpy scalars become Python ones, NaN and infinities their names."""
     item = getattr(value, "item", None)
-    return item() if callable(item) else value
+    value = item() if callable(item) else value
+    return str(value) if isinstance(value, float) and not math.isfinite(value) else value
 
 
 @final
@@ -67,7 +71,7 @@ class OutputRecord:
         return f"[{where}] {self.worst_candidate!r} vs {self.worst_reference!r}"
 
     def as_dict(self) -> dict[str, Any]:
-        out = {f: getattr(self, f) for f in self.__dataclass_fields__}
+        out = {f: _plain(getattr(self, f)) for f in self.__dataclass_fields__}
         out["shape"] = list(self.shape)
         out["worst_index"] = None if self.worst_index is None else list(self.worst_index)
         return out

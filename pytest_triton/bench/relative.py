@@ -18,6 +18,8 @@ The tolerance (the hardware's unless the entry sets its own) widens a limit as f
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from typing import Literal
@@ -97,15 +99,24 @@ class RelativeResult:
     baseline_value: float | None = None
     stable: bool = True
     stability: str = ""
+    paired_ratio: float | None = None
+    paired_added: float | None = None
+    rounds: int = 0
 
     @property
     def ratio(self) -> float | None:
+        """The median of the per-round ratios when paired, else the ratio of the two figures."""
+        if self.paired_ratio is not None:
+            return self.paired_ratio
         if self.variant_value is None or not self.baseline_value:
             return None
         return self.variant_value / self.baseline_value
 
     @property
     def added(self) -> float | None:
+        """The median of the per-round differences when paired, else the difference of the two figures."""
+        if self.paired_added is not None:
+            return self.paired_added
         if self.variant_value is None or self.baseline_value is None:
             return None
         return self.variant_value - self.baseline_value
@@ -120,7 +131,10 @@ class RelativeResult:
             return "not measured"
         unit = "/s" if self.budget.is_rate else " ms"
         added = f"{self.added:+.2f}{unit}"
-        return f"{self.variant_value:.2f} vs {self.baseline_value:.2f}{unit}: {self.ratio:.3f}× ({added})"
+        both = f"{self.variant_value:.2f} vs {self.baseline_value:.2f}{unit}"
+        if self.paired_ratio is not None:
+            return f"{both}; paired per round: {self.ratio:.3f}× ({added}), median of {self.rounds}"
+        return f"{both}: {self.ratio:.3f}× ({added})"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -131,6 +145,8 @@ class RelativeResult:
             "baseline_value": self.baseline_value,
             "ratio": self.ratio,
             "added": self.added,
+            "paired": self.paired_ratio is not None,
+            "rounds": self.rounds,
             "stable": self.stable,
             "stability": self.stability,
         }
@@ -149,17 +165,27 @@ def evaluate_relative(
     *,
     stable: bool = True,
     stability: str = "",
+    paired: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> RelativeResult:
     """Hold ``variant``'s figure to ``budget`` against ``baseline``'s (both from one interleaved measurement).
 
-    ``stable`` says whether the per-round ratio settled (perf_analyzer's 10% rule on the ratio, not on the
-    absolute numbers); a ratio within budget that never settled is ``unstable``; one over budget fails.
+    ``paired`` holds the per-round ratios and differences (:meth:`Interleaved.paired`): when given, their
+    medians are judged (drift cancels within a round); the two pooled figures are still reported. ``stable``
+    says whether the per-round ratio settled (perf_analyzer's 10% rule on the ratio, not on the absolute
+    numbers); a ratio within budget that never settled is ``unstable``; one over budget fails.
     """
     if variant is None or baseline is None:
         missing = budget.variant if variant is None else budget.baseline
         return RelativeResult(budget, "not-measured", f"{missing!r} was not measured side by side in this run")
     mine, theirs = _value(variant, budget.metric), _value(baseline, budget.metric)
-    result = RelativeResult(budget, "pass", "", mine, theirs, stable, stability)
+    pairs: dict[str, Any] = {}
+    if paired is not None and paired[0]:
+        pairs = {
+            "paired_ratio": statistics.median(paired[0]),
+            "paired_added": statistics.median(paired[1]),
+            "rounds": len(paired[0]),
+        }
+    result = RelativeResult(budget, "pass", "", mine, theirs, stable, stability, **pairs)
     ratio, added = result.ratio, result.added
     if ratio is None or added is None:
         return RelativeResult(budget, "fail", f"{budget.baseline!r} {budget.metric} is 0: no ratio", mine, theirs)
@@ -185,4 +211,4 @@ def evaluate_relative(
         text = f"within budget but the ratio did not settle; {text}"
     else:
         status = "pass"
-    return RelativeResult(budget, status, text, mine, theirs, stable, stability)
+    return RelativeResult(budget, status, text, mine, theirs, stable, stability, **pairs)

@@ -101,6 +101,9 @@ class Window:
     def p50_ns(self) -> int:
         return nearest_rank(sorted(self.latencies_ns), 50)
 
+    def percentile_ns(self, percentile: float) -> int:
+        return nearest_rank(sorted(self.latencies_ns), percentile)
+
     @property
     def samples_per_s(self) -> float:
         return throughput(self.batch_size, len(self.latencies_ns), self.elapsed_ns)

@@ -45,6 +45,7 @@ from pytest_triton.bench.results import assert_contracts
 from pytest_triton.bench.results import build_result
 from pytest_triton.bench.sampling import Clock
 from pytest_triton.bench.sampling import Measurement
+from pytest_triton.bench.sampling import WarmupRecord
 from pytest_triton.bench.sampling import WindowPolicy
 from pytest_triton.bench.sampling import measure
 from pytest_triton.bench.sampling import warm_up_shapes
@@ -248,7 +249,13 @@ class TritonBench:
             shapes[(name, batch)] = call
         for name, call in (throughput_calls or {}).items():
             shapes[(name, rate_batch)] = call
-        warmed = warm_up_shapes(shapes, count=warmup, **clock) if warmup else None
+        warmed: dict[str, WarmupRecord] = {}
+        if warmup:
+            record = warm_up_shapes(shapes, count=warmup, **clock)
+            for key, durations in record.durations_ns.items():
+                assert isinstance(key, tuple)  # the (variant, batch size) keys built above
+                own = WarmupRecord({key[1]: durations})
+                warmed[key[0]] = warmed[key[0]].merged(own) if key[0] in warmed else own
         policy = policy or self.policy
         settle: Settle = "all" if self.budgets is not None and hw.enforce_absolute else "ratios"
         snapshots: dict[str, list[StatsSnapshot]] = {name: [] for name in servers}
@@ -318,7 +325,12 @@ class TritonBench:
             stats = (mine.throughput, theirs.throughput) if budget.is_rate else (mine.latency, theirs.latency)
             out.append(
                 evaluate_relative(
-                    budget, stats[0], stats[1], stable=rate_ok if budget.is_rate else p50_ok, stability=text
+                    budget,
+                    stats[0],
+                    stats[1],
+                    stable=rate_ok if budget.is_rate else p50_ok,
+                    stability=text,
+                    paired=run.paired(budget.variant, budget.baseline, budget.metric),
                 )
             )
         return out

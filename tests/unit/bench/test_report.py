@@ -137,7 +137,9 @@ def test_write_report_writes_json_markdown_and_svg(tmp_path: Path, results: list
     assert groups == ["fast", "slow", "cpu-only", "trt"]
     texts = [t.text or "" for t in root.iter(f"{SVG}text")]
     assert "trt: SKIPPED: TensorRT libraries are not installed here" in texts
-    assert "SKIPPED" in texts and "FAIL" in texts and "REPORT-ONLY" in texts
+    assert "SKIPPED" in texts
+    assert "FAIL" in texts
+    assert "REPORT-ONLY" in texts
 
 
 def test_svg_escapes_names_and_handles_a_single_value() -> None:
