@@ -147,8 +147,7 @@ def _latency_panel(canvas: _Canvas, results: Sequence[VariantResult]) -> None:
     measured = [r for r in results if r.latency is not None]
     batch = measured[0].latency.batch_size if measured and measured[0].latency else 1
     canvas.heading(f"Latency at b={batch}, concurrency 1: one axis for every variant")
-    legend = "markers: " + ", ".join(f"p{p}" for p in _PCT_COLORS) + "; under each: budget limit | and tolerance band"
-    canvas.wrapped(legend, size=10, color="#555")
+    _legend(canvas)
     highs = [r.latency.p99_ms for r in measured if r.latency]
     for r in results:
         if r.budget is not None:
@@ -156,7 +155,9 @@ def _latency_panel(canvas: _Canvas, results: Sequence[VariantResult]) -> None:
     x0, x1, xv = _columns([r.variant for r in results])
     axis = _Axis(x0, x1, max(highs, default=1.0))
     top = canvas.y + 8
-    row_h = 40
+    row_h = 46
+    bottom = top + len(results) * row_h
+    axis.draw(canvas, top, bottom, "latency (ms)")
     for i, r in enumerate(results):
         y = top + i * row_h
         canvas.parts.append(f'<g class="variant" data-variant={quoteattr(r.variant)}>')
@@ -173,17 +174,28 @@ def _latency_panel(canvas: _Canvas, results: Sequence[VariantResult]) -> None:
                 value = s.percentile_ms(p)
                 canvas.rect(axis.x(value) - 2, y + 4, 4, 12, color, title=f"p{p} {value:.2f} ms")
             numbers = f"p50 {s.p50_ms:.2f}  p90 {s.p90_ms:.2f}  p95 {s.p95_ms:.2f}  p99 {s.p99_ms:.2f} ms  n={s.count}"
-            canvas.text(x0 + 2, y + 36, numbers, size=9, color="#555")
+            canvas.text(x0 + 2, y + 41, numbers, size=9, color="#555")
         if r.budget is not None:
+            canvas.text(x0 - 4, y + 29, "budget", size=8, color="#777", end=True)
             for j, (p, limit) in enumerate(r.budget.percentile_limits().items()):
-                band_y = y + 18 + j * 3
+                band_y = y + 20 + j * 3.5
                 allowed = limit * (1 + r.budget.tolerance)
-                canvas.rect(axis.x(limit), band_y, axis.x(allowed) - axis.x(limit), 3, _PCT_COLORS[p], 0.35)
-                canvas.rect(axis.x(limit) - 0.75, band_y, 1.5, 3, _PCT_COLORS[p])
+                tip = f"p{p} budget {limit:g} ms, +{r.budget.tolerance:.0%} tolerance: {allowed:.2f} ms"
+                canvas.rect(axis.x(limit), band_y, axis.x(allowed) - axis.x(limit), 3, _PCT_COLORS[p], 0.35, tip)
+                canvas.rect(axis.x(limit) - 1, band_y - 0.5, 2, 4, _PCT_COLORS[p])
         canvas.parts.append("</g>")
-    bottom = top + len(results) * row_h
-    axis.draw(canvas, top, bottom, "latency (ms)")
     canvas.y = bottom + 30
+
+
+def _legend(canvas: _Canvas) -> None:
+    canvas.y += 14
+    x = float(_MARGIN)
+    for p, color in _PCT_COLORS.items():
+        canvas.rect(x, canvas.y - 8, 4, 10, color)
+        canvas.text(x + 7, canvas.y, f"p{p}", size=10, color="#555")
+        x += 7 + _width(f"p{p}", 10) + 12
+    text = "budget lane: | the limit, then its tolerance band (one strip per percentile)"
+    canvas.text(x, canvas.y, text, size=10, color="#555")
 
 
 def _throughput_panel(canvas: _Canvas, results: Sequence[VariantResult]) -> None:
@@ -198,6 +210,8 @@ def _throughput_panel(canvas: _Canvas, results: Sequence[VariantResult]) -> None
     axis = _Axis(x0, x1, max(highs, default=1.0))
     top = canvas.y + 8
     row_h = 24
+    bottom = top + len(rows) * row_h
+    axis.draw(canvas, top, bottom, "samples/s")
     for i, r in enumerate(rows):
         y = top + i * row_h
         canvas.text(_MARGIN, y + 14, r.variant, size=11)
@@ -213,8 +227,6 @@ def _throughput_panel(canvas: _Canvas, results: Sequence[VariantResult]) -> None
             low = limit * (1 - r.budget.tolerance)
             canvas.rect(axis.x(low), y + 18, axis.x(limit) - axis.x(low), 4, "#d62728", 0.35)
             canvas.rect(axis.x(limit) - 0.75, y + 2, 1.5, 20, "#d62728", title=f"budget ≥{limit:g}/s")
-    bottom = top + len(rows) * row_h
-    axis.draw(canvas, top, bottom, "samples/s")
     canvas.y = bottom + 30
 
 
@@ -228,6 +240,8 @@ def _relative_panel(canvas: _Canvas, data: ReportData) -> None:
     axis = _Axis(x0, x1, max([*highs, 1.0]))
     top = canvas.y + 8
     row_h = 36
+    bottom = top + len(data.relative) * row_h
+    axis.draw(canvas, top, bottom, "ratio")
     for i, r in enumerate(data.relative):
         y = top + i * row_h
         canvas.text(_MARGIN, y + 14, r.budget.label, size=11)
@@ -241,8 +255,6 @@ def _relative_panel(canvas: _Canvas, data: ReportData) -> None:
         if r.ratio is not None:
             canvas.rect(x0, y + 6, axis.x(r.ratio) - x0, 9, "#4c78a8", 0.85, title=f"{r.ratio:.3f}×")
         canvas.text(x0 + 2, y + 33, f"{r.figures()}; budget {r.budget.describe()}", size=9, color="#555")
-    bottom = top + len(data.relative) * row_h
-    axis.draw(canvas, top, bottom, "ratio")
     canvas.y = bottom + 30
 
 
