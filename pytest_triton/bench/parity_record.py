@@ -27,6 +27,10 @@ def _plain(value: Any) -> Any:
     return str(value) if isinstance(value, float) and not math.isfinite(value) else value
 
 
+def _short(value: Any) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else repr(value)
+
+
 @final
 @dataclass(frozen=True)
 class OutputRecord:
@@ -68,7 +72,7 @@ class OutputRecord:
         if self.worst_index is None:
             return "-"
         where = ",".join(str(i) for i in self.worst_index)
-        return f"[{where}] {self.worst_candidate!r} vs {self.worst_reference!r}"
+        return f"[{where}] {_short(self.worst_candidate)} vs {_short(self.worst_reference)}"
 
     def as_dict(self) -> dict[str, Any]:
         out = {f: _plain(getattr(self, f)) for f in self.__dataclass_fields__}
