@@ -72,7 +72,7 @@ class Provenance:
         return [
             f"{self.date}, commit {self.commit or 'not in git'}",
             f"hardware {self.hardware} ({self.cpu_count} CPUs), load average {load} (1/5/15 min, at the report)",
-            f"Triton {self.triton or 'not queried'}, {versions}, Python {self.python}",
+            f"server {self.triton or 'not queried'}, {versions}, Python {self.python}",
             f"unstable measurements: triton_unstable={self.unstable}; {self.enforcement}",
         ]
 
