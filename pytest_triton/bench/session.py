@@ -221,7 +221,7 @@ class TritonBench:
         throughput_batch_size: int | None = None,
         warmup: int = 3,
         policy: WindowPolicy | None = None,
-        servers: Mapping[str, tuple[str, str | None]] | None = None,
+        servers: Mapping[str, tuple[str | None, str | None]] | None = None,
         notes: Mapping[str, Sequence[str]] | None = None,
         benchmark: Any = None,
         benchmark_variant: str | None = None,
@@ -231,8 +231,8 @@ class TritonBench:
         ``calls`` maps a variant name to one request at ``batch_size`` (default: the hardware's budget batch size),
         ``throughput_calls`` to one request at ``throughput_batch_size`` (default: the budgets', usually 8). Every
         shape of every variant is warmed ``warmup`` times before the first window. ``servers`` maps a variant to
-        ``(http_url, model)`` for the statistics split of its kept windows. The run settles on the variants'
-        ratios; on hardware whose absolute budgets are asserted, each variant's own windows must settle too.
+        ``(http_url, model)`` for the statistics split of its kept windows (a None URL: no split). The run settles
+        on the variants' ratios; where absolute budgets are asserted, each variant's own windows must settle too.
         pytest-benchmark's ``benchmark`` gets the samples of ``benchmark_variant`` (default: the first).
         """
         from pytest_triton.bench.benchmark import record_benchmark
@@ -241,8 +241,9 @@ class TritonBench:
         batch = hw.batch_size if batch_size is None else batch_size
         rate_batch = hw.throughput_batch_size if throughput_batch_size is None else throughput_batch_size
         clock: dict[str, Any] = {"clock": self.clock} if self.clock else {}
-        servers = dict(servers or {})
-        for url, _ in servers.values():
+        # a server without an HTTP endpoint (a SageMaker endpoint) has no statistics to split
+        with_http = {name: (url, model) for name, (url, model) in (servers or {}).items() if url}
+        for url, _ in with_http.values():
             self._note_server(url)
         shapes: dict[Hashable, Callable[[], object]] = {}
         for name, call in calls.items():
@@ -258,14 +259,14 @@ class TritonBench:
                 warmed[key[0]] = warmed[key[0]].merged(own) if key[0] in warmed else own
         policy = policy or self.policy
         settle: Settle = "all" if self.budgets is not None and hw.enforce_absolute else "ratios"
-        snapshots: dict[str, list[StatsSnapshot]] = {name: [] for name in servers}
+        snapshots: dict[str, list[StatsSnapshot]] = {name: [] for name in with_http}
         models = {
-            name: [model, *composing_models(url, model)] if model else None for name, (url, model) in servers.items()
+            name: [model, *composing_models(url, model)] if model else None for name, (url, model) in with_http.items()
         }
 
         def snapshot(name: str) -> None:
-            if name in servers:
-                snapshots[name].append(fetch_statistics(servers[name][0]))
+            if name in with_http:
+                snapshots[name].append(fetch_statistics(with_http[name][0]))
 
         latency = measure_interleaved(
             calls, batch_size=batch, policy=policy, settle=settle, warmed=warmed, on_boundary=snapshot, **clock
@@ -290,7 +291,7 @@ class TritonBench:
                     rate_run,
                     budgets=self.budgets,
                     server=splits.get(name),
-                    model=servers[name][1] if name in servers else None,
+                    model=with_http[name][1] if name in with_http else None,
                     notes=(notes or {}).get(name, ()),
                     load_average=load_average(),
                     interleaved_with=[n for n in names if n != name],

@@ -15,7 +15,6 @@ from pytest_triton.client.nli import NliClient
 from pytest_triton.client.nli import NliSample
 from pytest_triton.client.nli import NliTokenizer
 from pytest_triton.client.nli import results_from_logits
-from pytest_triton.client.transports import TritonGrpcTransport
 from pytest_triton.parity import assert_same_labels
 from pytest_triton.parity import compare
 from pytest_triton.parity import compare_labels
@@ -89,7 +88,7 @@ def test_served_onnx_matches_reference_over_grpc(
         import tritonclient.grpc  # noqa: F401
     except (ImportError, RuntimeError) as exc:  # tritonclient raises RuntimeError when grpc is incomplete
         pytest.skip(f"tritonclient's gRPC client cannot be imported here: {exc}")
-    client = NliClient(TritonGrpcTransport(onnx_served.server.urls.grpc), tokenizer)
+    client = NliClient(onnx_served.server.transport("grpc"), tokenizer)
     variant, preset = onnx_served.variant, onnx_served.precision
     check_variant(triton_bench, client, samples, reference_logits, variant, preset, transport="grpc")
 
