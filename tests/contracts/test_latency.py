@@ -97,16 +97,19 @@ def reference_explanation(reference: VariantResult, served: VariantResult) -> st
     if reference.latency is None or served.latency is None:
         return "the in-process reference or the served model was not measured"
     ratio = reference.latency.p50_ms / served.latency.p50_ms
+    slower = "slower than" if ratio > 1.1 else "faster than" if ratio < 0.9 else "about as fast as"
     return (
-        f"The in-process reference's p50 is {reference.latency.p50_ms:.1f} ms against the served model's "
-        f"{served.latency.p50_ms:.1f} ms ({ratio:.2f}x) in this run, although both run the same ONNX file with "
-        "ONNX Runtime's default options (one intra-op thread per core, spinning while waiting for work). The "
+        f"The in-process reference is {slower} the served model in this run: p50 {reference.latency.p50_ms:.1f} "
+        f"against {served.latency.p50_ms:.1f} ms ({ratio:.2f}x; it is often the slower one on a busy machine), "
+        "although both run the same ONNX file with ONNX Runtime's default options (one intra-op thread per "
+        "core, spinning while waiting for work) and the served one adds HTTP and the queue delay. The "
         "reference is the parity baseline, not a speed target. benchmarks/bench_reference_threads.py measures "
-        "it side by side: on this 2-core machine at load 5.5 (2026-12-01), p50 was 104 ms served, 118 ms "
-        "in-process with the defaults, 53 ms with one intra-op thread and 60 ms with spinning off; at load 7-10, "
-        "218, 231, 175 and 136 ms. So when other processes hold the cores, ONNX Runtime's defaults are the "
-        "slowest way to run this model (likely because the pool's second thread must be scheduled at every "
-        "operator); the reference is therefore no floor for the served latency on a busy machine."
+        "the variants side by side; on this 2-core machine with load average 10 (2026-12-01) the p50 was 82 ms "
+        "served, 85 ms in-process with the defaults, 41 ms with one intra-op thread and 55 ms with spinning off "
+        "(an earlier run at load 7-10: 218, 231, 175 and 136 ms). So when other processes hold the cores, ONNX "
+        "Runtime's defaults are the slowest way to run this model in-process (likely because the pool's second "
+        "thread must be scheduled at every operator); the served model's adapter runs with the same defaults "
+        "(its intra_op_threads parameter is unset), which is not measured here with one thread."
     )
 
 
