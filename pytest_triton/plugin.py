@@ -83,7 +83,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         help="Contracts file (TOML, or a pyproject.toml's [tool.pytest-triton.contracts]) run as items (repeatable)",
     )
+    group.addoption(
+        "--triton-unstable",
+        choices=("warn", "fail"),
+        default=None,
+        help="What an unstable latency measurement within budget does: warn (default) or fail; over budget fails",
+    )
     parser.addini("triton_budgets", "Latency budget file", default="model_repos/budgets.toml")
+    parser.addini("triton_unstable", "Unstable latency measurement within budget: warn or fail", default="warn")
     parser.addini(
         "triton_contracts", "Contracts files run as items (like --triton-contracts)", type="paths", default=[]
     )
@@ -137,7 +144,10 @@ def _bench(config: pytest.Config) -> TritonBench:
     if BENCH_KEY not in config.stash:
         named = config.getoption("triton_budgets")
         path = named or str(config.rootpath / str(config.getini("triton_budgets")))
-        bench = TritonBench.from_options(path, config.getoption("triton_hardware"), required=named is not None)
+        unstable = config.getoption("triton_unstable") or str(config.getini("triton_unstable"))
+        bench = TritonBench.from_options(
+            path, config.getoption("triton_hardware"), required=named is not None, unstable=unstable
+        )
         window = str(config.getini("triton_window_ms"))
         try:
             window_ms = float(window)
@@ -285,11 +295,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         if report:
             terminalreporter.write_line(f"report written: {write_contracts_report(config, report)}")
     bench = config.stash.get(BENCH_KEY, None)
-    if bench is None or not bench.results:
+    if bench is None or not (bench.results or bench.parity):
         return
     terminalreporter.section("triton latency")
     for line in bench.summary_lines():
         terminalreporter.write_line(line)
     if report:
-        for path in bench.write_report(report):
+        for path in bench.write_report(report, root=config.rootpath):
             terminalreporter.write_line(f"report written: {path}")
