@@ -9,7 +9,6 @@ error naming the file, the key and the value.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -150,8 +149,10 @@ def _parity(declaration: Declaration, name: str) -> Callable[..., None]:
     return contract_parity
 
 
-def _latency_skip_reason() -> str | None:
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+def _latency_skip_reason(config: pytest.Config) -> str | None:
+    # this session's own xdist worker input, not PYTEST_XDIST_WORKER: a pytest run started from an xdist
+    # worker (pytester) inherits the variable but is not distributed itself
+    if hasattr(config, "workerinput"):
         return "latency is measured without xdist: here other tests share the cores (run with -p no:xdist)"
     return None
 
@@ -167,7 +168,7 @@ def _latency(declaration: Declaration, name: str) -> Callable[..., None]:
         __tracebackhide__ = True
         variant = declaration.variants[name]
         budget_name = variant.budget_name(triton_bench.hardware)
-        reason = _latency_skip_reason()
+        reason = _latency_skip_reason(request.config)
         try:
             if reason is None:
                 result = measure_variant(_run(request, declaration, triton_server_factory), name, triton_bench)
@@ -200,7 +201,7 @@ def _relative(declaration: Declaration, index: int) -> Callable[..., None]:
         __tracebackhide__ = True
         assert declaration.latency is not None
         rule = declaration.latency.relative[index]
-        reason = _latency_skip_reason()
+        reason = _latency_skip_reason(request.config)
         try:
             if reason is None:
                 outcome = measure_relative(_run(request, declaration, triton_server_factory), rule, triton_bench)
