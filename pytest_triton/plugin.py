@@ -137,9 +137,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _bench(config: pytest.Config) -> TritonBench:
     from pytest_triton.bench.sampling import WindowPolicy
-    from pytest_triton.bench.session import BENCH_KEY
     from pytest_triton.bench.session import TritonBench
     from pytest_triton.errors import ConfigError
+    from pytest_triton.session_state import BENCH_KEY
 
     if BENCH_KEY not in config.stash:
         named = config.getoption("triton_budgets")
@@ -276,10 +276,10 @@ def _owner(state: SessionState, name: str) -> Iterator[None]:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    from pytest_triton.bench.session import BENCH_KEY
     from pytest_triton.contract_items import summary_lines as contract_lines
     from pytest_triton.contract_items import write_contracts_report
     from pytest_triton.serving import summary_lines
+    from pytest_triton.session_state import BENCH_KEY
 
     lines = summary_lines(config)
     if lines:

@@ -1,6 +1,6 @@
 """The session's latency bench: measures variants, keeps their results, prints and writes the report.
 
-The plugin keeps one :class:`TritonBench` per session in ``config.stash[BENCH_KEY]`` and hands it to tests
+The plugin keeps one :class:`TritonBench` per session in ``config.stash[BENCH_KEY] (plugin.py)`` and hands it to tests
 through a fixture; the terminal summary prints :meth:`TritonBench.summary_lines` and, with
 ``--triton-report PATH``, :meth:`TritonBench.write_report` writes ``PATH.json``, ``PATH.md`` and ``PATH.svg``.
 """
@@ -14,10 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
-from typing import NoReturn
 from typing import final
-
-import pytest
 
 if TYPE_CHECKING:
     from pytest_triton.parity import LabelReport
@@ -58,7 +55,7 @@ from pytest_triton.bench.server_stats import stats_delta
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ServerError
 
-__all__ = ["BENCH_KEY", "TritonBench"]
+__all__ = ["TritonBench"]
 
 
 @final
@@ -139,11 +136,13 @@ class TritonBench:
         self.results.append(result)
         return result
 
-    def skip_variant(self, variant: str, reason: str) -> NoReturn:
-        """Record ``variant`` as SKIPPED with ``reason`` (shown in the report, never as passed) and skip the test."""
+    def record_skipped(self, variant: str, reason: str) -> VariantResult:
+        """Record ``variant`` as SKIPPED with ``reason``: shown in the report, never as passed.
+
+        The test then skips itself (``pytest.skip(reason)``): this package does not import pytest.
+        """
         budget = self.budgets.lookup(self.hardware, variant) if self.budgets else None
-        self.add(VariantResult.skipped(variant, self.hardware, reason, budget=budget))
-        pytest.skip(reason)
+        return self.add(VariantResult.skipped(variant, self.hardware, reason, budget=budget))
 
     def measure(
         self,
@@ -398,6 +397,3 @@ class TritonBench:
 
     def write_report(self, path_prefix: str | Path, *, root: Path | None = None) -> list[Path]:
         return write_report(self.report(root), path_prefix)
-
-
-BENCH_KEY = pytest.StashKey[TritonBench]()
