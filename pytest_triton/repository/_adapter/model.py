@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 PARAM_PREFIX = "pytest_triton_"
-TIMINGS_ENV = "PYTEST_TRITON_ADAPTER_TIMINGS"  # a file: one "batch run_us execute_us" line per execute()
+TIMINGS_ENV = "PYTEST_TRITON_ADAPTER_TIMINGS"  # a file: one "model batch run_us execute_us" line per execute()
 # the onnxruntime backend's optimization.graph.level values (its README: -1 basic, 1 extended, 2 none)
 _GRAPH_LEVELS = {-1: "ORT_ENABLE_BASIC", 1: "ORT_ENABLE_EXTENDED", 2: "ORT_DISABLE_ALL"}
 
@@ -114,6 +114,7 @@ class TritonPythonModel:
         self.batching = int(config.get("max_batch_size", 0)) > 0
         self.inputs = [tensor["name"] for tensor in config.get("input", [])]
         self.outputs = [tensor["name"] for tensor in config.get("output", [])]
+        self.name = args.get("model_name", "")
         timings = os.environ.get(TIMINGS_ENV)
         self.timings = open(timings, "a", buffering=1, encoding="utf-8") if timings else None  # noqa: SIM115
 
@@ -169,7 +170,7 @@ class TritonPythonModel:
         if self.timings is not None:
             total_us = (time.perf_counter_ns() - began) / 1e3
             batch = sum(_rows(next(iter(f.values()))) for f in feeds_per_request) if self.batching else 1
-            self.timings.write(f"{batch} {self.run_ns / 1e3:.1f} {total_us:.1f}\n")
+            self.timings.write(f"{self.name} {batch} {self.run_ns / 1e3:.1f} {total_us:.1f}\n")
         return [pb_utils.InferenceResponse(output_tensors=tensors) for tensors in responses]
 
     def finalize(self) -> None:

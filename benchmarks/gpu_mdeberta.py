@@ -1,0 +1,580 @@
+"""A full-size mDeBERTa on a GPU, measured as a user of the plugin would: floor, in-process ONNX Runtime,
+served through the plugin's launcher and adapter, fidelity against perf_analyzer, placement, a b=8 fp16
+settings sweep and the provider proof. Not a timed test: a script that prints and writes a report.
+
+    python benchmarks/gpu_mdeberta.py --models DIR --work DIR --out DIR [--phases ...] [--cpu]
+
+``--models`` holds ``model.onnx``, ``model_fp16.onnx`` and ``build.json`` from ``gpu_build_mdeberta.py``.
+Phases (default: all, in this order): inprocess, served, fidelity, sweep, proof, report. Every phase adds
+to ``WORK/state.json``, so a run can be split over several calls; ``report`` writes ``gpu-mdeberta.md`` and
+``gpu-mdeberta.json`` under ``--out``. ``--cpu`` runs everything on the CPU provider (to test the script
+with the tiny model on a machine without a GPU); its numbers mean nothing for a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import itertools
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from collections.abc import Sequence
+from datetime import UTC
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fidelity
+import gpu_report
+
+from pytest_triton.bench.sampling import WindowPolicy
+from pytest_triton.bench.sampling import measure
+from pytest_triton.bench.server_stats import StatsSnapshot
+from pytest_triton.bench.server_stats import fetch_statistics
+from pytest_triton.bench.server_stats import stats_delta
+from pytest_triton.client.transports import TritonHttpTransport
+from pytest_triton.config import read_config
+from pytest_triton.config import write_config
+from pytest_triton.fixtures import SessionState
+from pytest_triton.fixtures import TritonServerFactory
+from pytest_triton.repository import RepositoryBuilder
+from pytest_triton.repository.ort_placement import placement
+
+ROOT = Path(__file__).resolve().parent.parent
+PHASES = ("inprocess", "served", "fidelity", "sweep", "proof", "report")
+TIMINGS_ENV = "PYTEST_TRITON_ADAPTER_TIMINGS"
+OUTPUT = "logits"
+INPUTS = ("input_ids", "attention_mask")
+
+
+class Run:
+    """The run's options, its request data and its state (saved after every phase)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.work: Path = args.work
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.state_path = self.work / "state.json"
+        self.state: dict[str, Any] = (
+            json.loads(self.state_path.read_text(encoding="utf-8")) if self.state_path.exists() else {}
+        )
+        self.gpu = not args.cpu
+        self.providers = ["CPUExecutionProvider"] if args.cpu else ["CUDAExecutionProvider", "CPUExecutionProvider"]
+        self.kind = "KIND_CPU" if args.cpu else "KIND_GPU"
+        self.samples = fidelity.tokenized_samples(args.tokenizer, args.samples)
+        self.files = {"fp32": args.models / "model.onnx", "fp16": args.models / "model_fp16.onnx"}
+
+    def save(self) -> None:
+        self.state_path.write_text(json.dumps(self.state, indent=2, default=str), encoding="utf-8")
+
+    def batches(self, batch: int, count: int = 3) -> list[dict[str, NDArray[Any]]]:
+        """``count`` distinct requests of ``batch`` tokenized samples each (cycled through the sample set)."""
+        rows = itertools.cycle(self.samples)
+        out = []
+        for _ in range(count):
+            chosen = [next(rows) for _ in range(batch)]
+            out.append({name: np.concatenate([r[name] for r in chosen]) for name in INPUTS})
+        return out
+
+    def policy(self) -> WindowPolicy:
+        return WindowPolicy(
+            mode="time", window_ms=self.args.window_ms, threshold=0.10, stable_windows=3, max_windows=8, max_seconds=40
+        )
+
+
+def _cycle(calls: Sequence[Callable[[], object]]) -> Callable[[], object]:
+    it = itertools.cycle(calls)
+    return lambda: next(it)()
+
+
+def latency(
+    run: Run, call: Callable[[], object], batch: int, on_boundary: Callable[[], object] | None = None
+) -> dict[str, Any]:
+    m = measure(call, batch_size=batch, warmup=10, policy=run.policy(), on_boundary=on_boundary)
+    s = m.stats()
+    return {
+        "p50_ms": s.p50_ms,
+        "p90_ms": s.p90_ms,
+        "p99_ms": s.p99_ms,
+        "mean_ms": s.mean_ms,
+        "samples_per_s": s.samples_per_s,
+        "count": s.count,
+        "stable": m.stable,
+        "windows": len(m.windows),
+    }
+
+
+# -- in-process ONNX Runtime --------------------------------------------------------------------------------------
+
+
+def phase_inprocess(run: Run) -> None:
+    import onnxruntime as ort
+
+    result: dict[str, Any] = {"onnxruntime": ort.__version__, "providers": run.providers, "variants": {}}
+    logits: dict[str, NDArray[Any]] = {}
+    for dtype, path in run.files.items():
+        session = ort.InferenceSession(str(path), providers=run.providers)
+        if session.get_providers()[0] != run.providers[0]:
+            raise RuntimeError(f"in-process session on {session.get_providers()}, wanted {run.providers[0]}")
+        device = "cpu" if run.args.cpu else "cuda"
+        big, ceiling = run.args.batch, run.args.ceiling_batch
+        for batch in (1, big, ceiling) if dtype == "fp16" and ceiling > big else (1, big):
+            feeds = run.batches(batch)
+            row: dict[str, Any] = {}
+            if batch <= big:
+                row["run"] = latency(run, _cycle([_run_call(session, f) for f in feeds]), batch)
+                row["iobinding_cpu_inputs"] = latency(
+                    run, _cycle([_bound_call(session, f, "cpu") for f in feeds]), batch
+                )
+            row["gpu_resident"] = latency(run, _cycle([_resident_call(ort, session, f, device) for f in feeds]), batch)
+            result["variants"][f"{dtype}_b{batch}"] = row
+            print(
+                f"in-process {dtype} b={batch}: " + ", ".join(f"{k} p50 {v['p50_ms']:.3f} ms" for k, v in row.items())
+            )
+        probe = run.batches(big, count=max(1, 64 // big))
+        logits[dtype] = np.concatenate([session.run([OUTPUT], f)[0] for f in probe])
+        result.setdefault("placement", {})[dtype] = placement(path, run.providers, batch=1, name=path.name).to_json()
+        print(
+            f"placement {dtype}: {result['placement'][dtype]['by_provider']}, "
+            f"memcpy {result['placement'][dtype]['memcpy_nodes']}"
+        )
+        del session
+    diff = np.abs(logits["fp32"] - logits["fp16"])
+    result["fp16_vs_fp32"] = {
+        "sequences": int(diff.shape[0]),
+        "max_abs_logit_diff": float(diff.max()),
+        "labels_equal": int((logits["fp32"].argmax(1) == logits["fp16"].argmax(1)).sum()),
+    }
+    run.state["inprocess"] = result
+
+
+def _run_call(session: Any, feeds: dict[str, NDArray[Any]]) -> Callable[[], object]:
+    return lambda: session.run([OUTPUT], feeds)
+
+
+def _bound_call(session: Any, feeds: dict[str, NDArray[Any]], output_device: str) -> Callable[[], object]:
+    """What the adapter does per request: a fresh binding, CPU inputs, outputs bound to ``output_device``."""
+
+    def call() -> object:
+        binding = session.io_binding()
+        for name, value in feeds.items():
+            binding.bind_cpu_input(name, value)
+        binding.bind_output(OUTPUT, output_device)
+        session.run_with_iobinding(binding)
+        return binding.copy_outputs_to_cpu()
+
+    return call
+
+
+def _resident_call(ort: Any, session: Any, feeds: dict[str, NDArray[Any]], device: str) -> Callable[[], object]:
+    """Inputs copied to the device once and the output left there: ONNX Runtime's own ceiling."""
+    binding = session.io_binding()
+    for name, value in feeds.items():
+        binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(value, device, 0))
+    binding.bind_output(OUTPUT, device)
+
+    def call() -> object:
+        session.run_with_iobinding(binding)
+        return None
+
+    return call
+
+
+# -- served through the plugin ---------------------------------------------------------------------------------
+
+
+def _add(builder: RepositoryBuilder, run: Run, name: str, dtype: str, **kwargs: Any) -> None:
+    builder.add_onnx(
+        name, run.files[dtype], max_batch_size=kwargs.pop("max_batch_size", 8), instance_kind=run.kind, **kwargs
+    )
+
+
+def _edit(repo: Path, name: str, edit: Callable[[Any], None]) -> None:
+    """Change a built model's config.pbtxt the way a user would (parameters, optimization, accelerators)."""
+    path = repo / name / "config.pbtxt"
+    config = read_config(path).message
+    edit(config)
+    write_config(config, path)
+
+
+def _params(**values: str) -> Callable[[Any], None]:
+    def edit(config: Any) -> None:
+        for key, value in values.items():
+            config.parameters[key].string_value = value
+
+    return edit
+
+
+def _graph_level(level: int) -> Callable[[Any], None]:
+    def edit(config: Any) -> None:
+        config.optimization.graph.level = level
+
+    return edit
+
+
+def _cuda_graphs(config: Any) -> None:
+    accel = config.optimization.execution_accelerators.gpu_execution_accelerator.add(name="cuda")
+    accel.parameters["enable_cuda_graph"] = "1"
+
+
+def _serve(
+    run: Run,
+    label: str,
+    models: list[tuple[str, str, dict[str, Any], Callable[[Any], None] | None]],
+    env: dict[str, str] | None = None,
+) -> tuple[TritonServerFactory, Any]:
+    builder = RepositoryBuilder(run.work / f"repo-{label}")
+    for name, dtype, kwargs, _ in models:
+        _add(builder, run, name, dtype, **kwargs)
+    repo = builder.build()
+    for name, _, _, edit in models:
+        if edit is not None:
+            _edit(repo, name, edit)
+    factory = TritonServerFactory(
+        launcher="local", staging=run.work / f"staging-{label}", state=SessionState(), gpu=run.gpu, startup_timeout=900
+    )
+    started = time.monotonic()
+    server = factory.start(repo, env=env)
+    print(f"server {label}: {len(models)} models ready in {time.monotonic() - started:.1f} s at {server.urls.http}")
+    return factory, server
+
+
+def _timings(path: Path, model: str, batch: int, skip: int) -> dict[str, float]:
+    lines = path.read_text(encoding="utf-8").splitlines()[skip:] if path.exists() else []
+    rows = [line.split() for line in lines]
+    run_us = [float(r[2]) for r in rows if r[0] == model and int(r[1]) == batch]
+    total_us = [float(r[3]) for r in rows if r[0] == model and int(r[1]) == batch]
+    if not run_us:
+        return {}
+    return {
+        "executes": len(run_us),
+        "session_run_ms": statistics.median(run_us) / 1e3,
+        "execute_ms": statistics.median(total_us) / 1e3,
+    }
+
+
+def served_latency(run: Run, url: str, model: str, batch: int, timings: Path) -> dict[str, Any]:
+    """The plugin's measurement (prepared requests, time windows) with Triton's split of the kept windows."""
+    transport = TritonHttpTransport(url)
+    try:
+        prepared = [transport.prepare(model, f, [OUTPUT]) for f in run.batches(batch)]
+        calls = [functools.partial(transport.send, p) for p in prepared]
+        snapshots: list[StatsSnapshot] = []
+        skip = len(timings.read_text(encoding="utf-8").splitlines()) if timings.exists() else 0
+        row = latency(run, _cycle(calls), batch, on_boundary=lambda: snapshots.append(fetch_statistics(url, model)))
+        split = stats_delta(snapshots[-4], snapshots[-1], models=[model]).for_model(model)
+        if split is not None:
+            row["server"] = {
+                k: getattr(split, k)
+                for k in (
+                    "requests",
+                    "executions",
+                    "queue_us",
+                    "compute_input_us",
+                    "compute_infer_us",
+                    "compute_output_us",
+                    "request_us",
+                )
+            }
+        row["adapter"] = _timings(timings, model, batch, skip)
+    finally:
+        transport.close()
+    return row
+
+
+def phase_served(run: Run) -> None:
+    timings = run.work / "adapter-timings.txt"
+    models: list[tuple[str, str, dict[str, Any], Callable[[Any], None] | None]] = [
+        ("mdeberta", "fp32", {}, None),
+        ("mdeberta_fp16", "fp16", {}, None),
+        ("mdeberta_q1000", "fp32", {"max_queue_delay_microseconds": 1000}, None),
+        ("mdeberta_gpuout", "fp32", {}, _params(pytest_triton_output_device="cuda")),
+    ]
+    factory, server = _serve(run, "served", models, env={TIMINGS_ENV: str(timings)})
+    result: dict[str, Any] = {"adapted": [a.describe() for a in factory.state.adapted], "models": {}}
+    try:
+        for name, dtype, _, _ in models:
+            for batch in (1, run.args.batch):
+                row = served_latency(run, server.urls.http, name, batch, timings)
+                result["models"][f"{name}_b{batch}"] = {"dtype": dtype, "batch": batch, **row}
+                infer = row.get("server", {}).get("compute_infer_us", float("nan")) / 1e3
+                print(
+                    f"served {name} b={batch}: p50 {row['p50_ms']:.3f} ms, infer {infer:.3f} ms, "
+                    f"{row['samples_per_s']:.0f}/s, adapter {row['adapter']}"
+                )
+    finally:
+        factory.stop_all()
+    run.state["served"] = result
+
+
+# -- fidelity: the plugin against perf_analyzer on the same server ----------------------------------------------
+
+
+def phase_fidelity(run: Run) -> None:
+    binary = fidelity.ensure_perf_analyzer(run.args.tool_dir)
+    factory, server = _serve(run, "fidelity", [("mdeberta", "fp32", {}, None)])
+    url = server.urls.http
+    rounds: list[dict[str, fidelity.Result]] = []
+    failures: list[str] = []
+    transport = TritonHttpTransport(url)
+    try:
+        input_data = run.work / "input_data.json"
+        fidelity.write_input_data(run.samples, input_data)
+        plugin = [fidelity.plugin_call(transport, r) for r in run.samples]
+        prepared = [fidelity.prepared_call(transport, r) for r in run.samples]
+        for call in plugin:
+            call()
+        window = run.args.fidelity_window_ms
+        for index in range(run.args.rounds):
+            r: dict[str, fidelity.Result] = {}
+            r["plugin"] = fidelity.measure_client("plugin", url, fidelity._cycling(plugin), window)
+            try:
+                r["perf_analyzer"] = fidelity.run_perf_analyzer(binary, url, input_data, window, run.work, 300)
+            except fidelity.ToolError as exc:  # e.g. no stable windows: the round is reported, not used
+                failures.append(f"round {index + 1}: {str(exc)[-600:]}")
+                print(f"fidelity round {index + 1}: perf_analyzer failed: {str(exc)[-300:]}")
+                continue
+            r["prepared"] = fidelity.measure_client("prepared", url, fidelity._cycling(prepared), window)
+            print(f"fidelity round {index + 1}: " + ", ".join(f"{k} p50 {v.p50_us:.0f} µs" for k, v in r.items()))
+            rounds.append(r)
+    finally:
+        transport.close()
+        factory.stop_all()
+    run.state["fidelity"] = {
+        "window_ms": run.args.fidelity_window_ms,
+        "rounds": [{k: vars(v) for k, v in r.items()} for r in rounds],
+        "failed_rounds": failures,
+        "table": fidelity.table(rounds) if rounds else ["no round completed"],
+        "verdict": (fidelity.verdict(rounds) if rounds else []) + [f"- failed round: {f}" for f in failures],
+    }
+
+
+# -- b=8 fp16 settings sweep --------------------------------------------------------------------------------------
+
+
+def concurrent_throughput(
+    url: str, model: str, request: dict[str, NDArray[Any]], concurrency: int, seconds: float
+) -> float:
+    """Samples/s of ``concurrency`` clients sending the prepared ``request`` back to back for ``seconds``."""
+    counts = [0] * concurrency
+    batch = int(request[INPUTS[0]].shape[0])
+    start = threading.Barrier(concurrency + 1)
+    stop_at: list[float] = []
+
+    def client(index: int) -> None:
+        transport = TritonHttpTransport(url)
+        prepared = transport.prepare(model, request, [OUTPUT])
+        for _ in range(3):
+            transport.send(prepared)
+        start.wait()
+        while time.perf_counter() < stop_at[0]:
+            transport.send(prepared)
+            counts[index] += 1
+        transport.close()
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(concurrency)]
+    for t in threads:
+        t.start()
+    stop_at.append(time.perf_counter() + seconds + 0.05)
+    began = time.perf_counter()
+    start.wait()
+    for t in threads:
+        t.join()
+    return sum(counts) * batch / (time.perf_counter() - began)
+
+
+SWEEP: list[tuple[str, str, dict[str, Any], Callable[[Any], None] | None]] = [
+    ("fp16_default", "the adapter's defaults (ORT_ENABLE_ALL, 1 instance, no dynamic batching)", {}, None),
+    ("fp16_level_extended", "optimization { graph { level: 1 } } (ORT_ENABLE_EXTENDED)", {}, _graph_level(1)),
+    ("fp16_level_basic", "optimization { graph { level: -1 } } (ORT_ENABLE_BASIC)", {}, _graph_level(-1)),
+    ("fp16_instances2", "instance_group count 2", {"instance_count": 2}, None),
+    (
+        "fp16_dynamic",
+        "dynamic_batching (delay 0), max_batch_size 32",
+        {"max_batch_size": 32, "max_queue_delay_microseconds": 0},
+        None,
+    ),
+    (
+        "fp16_instances2_dynamic",
+        "count 2 + dynamic batching, max_batch_size 32",
+        {"instance_count": 2, "max_batch_size": 32, "max_queue_delay_microseconds": 0},
+        None,
+    ),
+    (
+        "fp16_gpu_output",
+        "pytest_triton_output_device=cuda (logits left on the GPU for Triton)",
+        {},
+        _params(pytest_triton_output_device="cuda"),
+    ),
+]
+
+
+def phase_sweep(run: Run) -> None:
+    models = [(name, "fp16", kwargs, edit) for name, _, kwargs, edit in SWEEP]
+    factory, server = _serve(run, "sweep", models)
+    url = server.urls.http
+    result: dict[str, Any] = {"settings": {}}
+    request = run.batches(run.args.batch, count=1)[0]
+    timings = run.work / "none.txt"
+    try:
+        for name, what, _, _ in SWEEP:
+            row = served_latency(run, url, name, run.args.batch, timings)
+            row["concurrency"] = {
+                str(c): concurrent_throughput(url, name, request, c, run.args.sweep_seconds) for c in (1, 2, 4)
+            }
+            row["what"] = what
+            result["settings"][name] = row
+            print(
+                f"sweep {name}: b={run.args.batch} p50 {row['p50_ms']:.3f} ms, {row['samples_per_s']:.0f}/s; "
+                f"concurrency {row['concurrency']}"
+            )
+    finally:
+        factory.stop_all()
+    result["cuda_graphs"] = _try_cuda_graphs(run)
+    run.state["sweep"] = result
+
+
+def _try_cuda_graphs(run: Run) -> dict[str, Any]:
+    if run.args.cpu:
+        return {"run": False, "why": "CPU run: CUDA graphs need the CUDA provider"}
+    started = time.monotonic()
+    try:
+        factory, server = _serve(run, "cudagraph", [("fp16_cuda_graph", "fp16", {}, _cuda_graphs)])
+    except Exception as exc:  # the load error is the result
+        return {"run": True, "loaded": False, "seconds": time.monotonic() - started, "error": str(exc)[:1500]}
+    try:
+        row = served_latency(run, server.urls.http, "fp16_cuda_graph", run.args.batch, run.work / "none.txt")
+    except Exception as exc:
+        row = {"error": str(exc)[:1500]}
+    finally:
+        factory.stop_all()
+    return {"run": True, "loaded": True, "seconds": time.monotonic() - started, **row}
+
+
+# -- the provider proof ---------------------------------------------------------------------------------------
+
+
+def phase_proof(run: Run) -> None:
+    """Serve a KIND_GPU model with the CUDA libraries taken off the server's library path: a load error."""
+    from pytest_triton.repository.onnx_adapter import tensorrt_unavailable_reason
+    from pytest_triton.servers.binary import find_tritonserver
+
+    result: dict[str, Any] = {"tensorrt": tensorrt_unavailable_reason() or "available"}
+    if run.args.cpu:
+        result["cuda_unavailable"] = {"run": False, "why": "CPU run: there is no CUDA provider to take away"}
+        run.state["proof"] = result
+        return
+    path = find_tritonserver(None).environ().get("LD_LIBRARY_PATH", "")
+    kept = [p for p in path.split(os.pathsep) if p and f"{os.sep}nvidia{os.sep}" not in p]
+    started = time.monotonic()
+    tiny = ROOT / "model_repos" / "assets" / "tiny-mdeberta" / "model.onnx"
+    builder = RepositoryBuilder(run.work / "repo-proof").add_onnx(
+        "mdeberta", tiny, max_batch_size=8, instance_kind="KIND_GPU"
+    )
+    factory = TritonServerFactory(
+        launcher="local", staging=run.work / "staging-proof", state=SessionState(), gpu=True, startup_timeout=300
+    )
+    try:
+        factory.start(builder.build(), env={"LD_LIBRARY_PATH": os.pathsep.join(kept)})
+        outcome: dict[str, Any] = {"loaded": True, "error": None}
+    except Exception as exc:
+        outcome = {"loaded": False, "error_type": type(exc).__name__, "error": str(exc)[:2000]}
+    finally:
+        factory.stop_all()
+    outcome.update(
+        run=True, seconds=time.monotonic() - started, removed=[p for p in path.split(os.pathsep) if p and p not in kept]
+    )
+    outcome["proved"] = not outcome["loaded"] and "refusing to fall back" in str(outcome.get("error"))
+    result["cuda_unavailable"] = outcome
+    run.state["proof"] = result
+
+
+# -- main -----------------------------------------------------------------------------------------------------
+
+
+def conditions(run: Run) -> dict[str, Any]:
+    gpu = "none (--cpu)"
+    if not run.args.cpu:
+        query = ["nvidia-smi", "--query-gpu=name,driver_version,memory.total,clocks.max.sm", "--format=csv,noheader"]
+        gpu = subprocess.run(query, capture_output=True, text=True, check=False).stdout.strip()
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "gpu": gpu,
+        "cpus": len(os.sched_getaffinity(0)),
+        "cpu": fidelity._cpu_model(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "versions": {
+            d: fidelity._version(d)
+            for d in ("onnxruntime-gpu", "onnxruntime", "nvidia-pytriton", "numpy", "tritonclient")
+        },
+        "build": json.loads((run.args.models / "build.json").read_text(encoding="utf-8")),
+        "window_ms": run.args.window_ms,
+        "command": " ".join(sys.argv),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--models", type=Path, required=True)
+    parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--phases", default=",".join(PHASES))
+    parser.add_argument("--cpu", action="store_true", help="CPU provider and KIND_CPU (a test of the script)")
+    parser.add_argument("--window-ms", type=float, default=1000.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--fidelity-window-ms", type=float, default=1500.0)
+    parser.add_argument("--batch", type=int, default=8, help="the throughput batch (default 8)")
+    parser.add_argument("--ceiling-batch", type=int, default=32, help="in-process fp16 ceiling batch (default 32)")
+    parser.add_argument("--sweep-seconds", type=float, default=3.0)
+    parser.add_argument("--tool-dir", type=Path, default=fidelity.TOOL_DIR)
+    parser.add_argument("--tokenizer", type=Path, default=ROOT / "model_repos/assets/tiny-mdeberta/tokenizer.json")
+    parser.add_argument("--samples", type=Path, default=ROOT / "model_repos/samples/nli_samples.jsonl")
+    args = parser.parse_args(argv)
+    phases = [p for p in args.phases.split(",") if p]
+    unknown = sorted(set(phases) - set(PHASES))
+    if unknown:
+        parser.error(f"--phases: unknown {unknown}; choose from {list(PHASES)}")
+    run = Run(args)
+    run.state.setdefault("conditions", conditions(run))
+    run.state.setdefault("errors", {})
+    functions = {
+        "inprocess": phase_inprocess,
+        "served": phase_served,
+        "fidelity": phase_fidelity,
+        "sweep": phase_sweep,
+        "proof": phase_proof,
+    }
+    failed = False
+    for phase in phases:
+        started = time.monotonic()
+        if phase == "report":
+            gpu_report.write(run.state, args.out)
+            continue
+        try:
+            functions[phase](run)
+            run.state["errors"].pop(phase, None)
+        except Exception:
+            failed = True
+            run.state["errors"][phase] = traceback.format_exc()[-3000:]
+            print(f"phase {phase} FAILED:\n{run.state['errors'][phase]}", file=sys.stderr, flush=True)
+        run.state.setdefault("phase_seconds", {})[phase] = round(time.monotonic() - started, 1)
+        print(f"phase {phase}: {run.state['phase_seconds'][phase]} s", flush=True)
+        run.save()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
