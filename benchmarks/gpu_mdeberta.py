@@ -19,6 +19,7 @@ import itertools
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -307,7 +308,12 @@ def phase_served(run: Run) -> None:
     try:
         for name, dtype, _, _ in models:
             for batch in (1, run.args.batch):
-                row = served_latency(run, server.urls.http, name, batch, timings)
+                try:
+                    row = served_latency(run, server.urls.http, name, batch, timings)
+                except Exception as exc:  # one model's failure is its row, the others still run
+                    result.setdefault("failed", {})[f"{name}_b{batch}"] = f"{type(exc).__name__}: {str(exc)[:1500]}"
+                    print(f"served {name} b={batch} FAILED: {str(exc)[:500]}")
+                    continue
                 result["models"][f"{name}_b{batch}"] = {"dtype": dtype, "batch": batch, **row}
                 infer = row.get("server", {}).get("compute_infer_us", float("nan")) / 1e3
                 print(
@@ -316,6 +322,7 @@ def phase_served(run: Run) -> None:
                 )
     finally:
         factory.stop_all()
+        _cleanup(run, "served")
     run.state["served"] = result
 
 
@@ -352,6 +359,7 @@ def phase_fidelity(run: Run) -> None:
     finally:
         transport.close()
         factory.stop_all()
+        _cleanup(run, "fidelity")
     run.state["fidelity"] = {
         "window_ms": run.args.fidelity_window_ms,
         "rounds": [{k: vars(v) for k, v in r.items()} for r in rounds],
@@ -370,29 +378,40 @@ def concurrent_throughput(
     """Samples/s of ``concurrency`` clients sending the prepared ``request`` back to back for ``seconds``."""
     counts = [0] * concurrency
     batch = int(request[INPUTS[0]].shape[0])
-    start = threading.Barrier(concurrency + 1)
-    stop_at: list[float] = []
+    warmed, go = threading.Barrier(concurrency + 1), threading.Barrier(concurrency + 1)
+    deadline: list[float] = []
 
     def client(index: int) -> None:
         transport = TritonHttpTransport(url)
-        prepared = transport.prepare(model, request, [OUTPUT])
-        for _ in range(3):
-            transport.send(prepared)
-        start.wait()
-        while time.perf_counter() < stop_at[0]:
-            transport.send(prepared)
-            counts[index] += 1
-        transport.close()
+        try:
+            prepared = transport.prepare(model, request, [OUTPUT])
+            for _ in range(3):
+                transport.send(prepared)
+        finally:
+            warmed.wait()
+        go.wait()
+        try:
+            while time.perf_counter() < deadline[0]:
+                transport.send(prepared)
+                counts[index] += 1
+        finally:
+            transport.close()
 
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(concurrency)]
+    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(concurrency)]
     for t in threads:
         t.start()
-    stop_at.append(time.perf_counter() + seconds + 0.05)
+    warmed.wait()
     began = time.perf_counter()
-    start.wait()
+    deadline.append(began + seconds)
+    go.wait()
     for t in threads:
-        t.join()
+        t.join(timeout=seconds + 120)
     return sum(counts) * batch / (time.perf_counter() - began)
+
+
+def _cleanup(run: Run, label: str) -> None:
+    for folder in (run.work / f"repo-{label}", run.work / f"staging-{label}"):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 SWEEP: list[tuple[str, str, dict[str, Any], Callable[[Any], None] | None]] = [
@@ -430,7 +449,12 @@ def phase_sweep(run: Run) -> None:
     timings = run.work / "none.txt"
     try:
         for name, what, _, _ in SWEEP:
-            row = served_latency(run, url, name, run.args.batch, timings)
+            try:
+                row = served_latency(run, url, name, run.args.batch, timings)
+            except Exception as exc:
+                result.setdefault("failed", {})[name] = f"{type(exc).__name__}: {str(exc)[:1500]}"
+                print(f"sweep {name} FAILED: {str(exc)[:500]}")
+                continue
             row["concurrency"] = {
                 str(c): concurrent_throughput(url, name, request, c, run.args.sweep_seconds) for c in (1, 2, 4)
             }
@@ -442,6 +466,7 @@ def phase_sweep(run: Run) -> None:
             )
     finally:
         factory.stop_all()
+        _cleanup(run, "sweep")
     result["cuda_graphs"] = _try_cuda_graphs(run)
     run.state["sweep"] = result
 
@@ -453,6 +478,7 @@ def _try_cuda_graphs(run: Run) -> dict[str, Any]:
     try:
         factory, server = _serve(run, "cudagraph", [("fp16_cuda_graph", "fp16", {}, _cuda_graphs)])
     except Exception as exc:  # the load error is the result
+        _cleanup(run, "cudagraph")
         return {"run": True, "loaded": False, "seconds": time.monotonic() - started, "error": str(exc)[:1500]}
     try:
         row = served_latency(run, server.urls.http, "fp16_cuda_graph", run.args.batch, run.work / "none.txt")
