@@ -10,7 +10,10 @@ config fields (``optimization.graph.level``, the ``intra_op_thread_count`` ... p
 ``cuda`` accelerator's provider options), requests run through I/O binding, inputs that Triton
 hands over on the GPU (``FORCE_CPU_ONLY_INPUT_TENSORS=no``) are bound in place through DLPack, and
 outputs are bound to the CPU (one device-to-host copy, as the backend makes) or, with
-``pytest_triton_output_device=cuda``, left on the GPU for Triton to copy.
+``pytest_triton_output_device=cuda``, left on the GPU for Triton to copy. With the ``cuda``
+accelerator's ``enable_cuda_graph`` (or ``pytest_triton_persistent_io=1``), every input shape gets
+device buffers bound once and refilled in place, as ONNX Runtime's CUDA graphs need the same
+addresses on every run (one graph per shape, ``gpu_graph_id``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import numpy as np
 PARAM_PREFIX = "pytest_triton_"
 TIMINGS_ENV = "PYTEST_TRITON_ADAPTER_TIMINGS"  # a file: one "model batch run_us execute_us" line per execute()
 # the onnxruntime backend's optimization.graph.level values (its README: -1 basic, 1 extended, 2 none)
+_NUMPY_TYPES = {"tensor(float16)": np.float16, "tensor(float)": np.float32, "tensor(int64)": np.int64}
 _GRAPH_LEVELS = {-1: "ORT_ENABLE_BASIC", 1: "ORT_ENABLE_EXTENDED", 2: "ORT_DISABLE_ALL"}
 
 
@@ -109,6 +113,10 @@ class TritonPythonModel:
                 f"(available: {ort.get_available_providers()}); refusing to fall back silently"
             )
         on_gpu = active[0] in ("CUDAExecutionProvider", "TensorrtExecutionProvider")
+        graphs = any(not isinstance(p, str) and str(p[1].get("enable_cuda_graph", "0")) == "1" for p in providers)
+        self.persistent = graphs or _own(config, "persistent_io") == "1"
+        self.buffer_device = "cuda" if on_gpu else "cpu"
+        self.bindings: dict[tuple[tuple[int, ...], ...], tuple[Any, dict[str, Any], list[Any], Any]] = {}
         self.device_id = int(args.get("model_instance_device_id", "0") or 0)
         self.output_device = _own(config, "output_device", "cpu") if on_gpu else "cpu"
         self.batching = int(config.get("max_batch_size", 0)) > 0
@@ -120,6 +128,8 @@ class TritonPythonModel:
 
     def _run(self, feeds: dict[str, Any]) -> list[Any]:
         """One I/O-bound run; ``feeds`` hold numpy arrays (CPU) or pb_utils GPU tensors."""
+        if self.persistent and all(isinstance(v, np.ndarray) for v in feeds.values()):
+            return self._run_persistent(feeds)
         binding = self.session.io_binding()
         for name, value in feeds.items():
             if isinstance(value, np.ndarray):
@@ -133,6 +143,39 @@ class TritonPythonModel:
         self.run_ns += time.perf_counter_ns() - started
         return list(binding.get_outputs())
 
+    def _run_persistent(self, feeds: dict[str, np.ndarray[Any, Any]]) -> list[Any]:
+        """Refill this shape's device buffers in place and replay (CUDA graphs need fixed addresses)."""
+        ort = self.ort
+        key = tuple(tuple(v.shape) for v in feeds.values())
+        if key not in self.bindings:
+            binding = self.session.io_binding()
+            inputs = {}
+            for name, value in feeds.items():
+                buffer = ort.OrtValue.ortvalue_from_shape_and_type(
+                    value.shape, value.dtype.type, self.buffer_device, self.device_id
+                )
+                binding.bind_ortvalue_input(name, buffer)
+                inputs[name] = buffer
+            rows = _rows(next(iter(feeds.values())))
+            metas = {meta.name: meta for meta in self.session.get_outputs()}
+            outputs = []
+            for name in self.outputs:  # the config's order, which the responses follow
+                shape = [d if isinstance(d, int) else rows for d in metas[name].shape]
+                dtype = _NUMPY_TYPES.get(metas[name].type, np.float32)
+                buffer = ort.OrtValue.ortvalue_from_shape_and_type(shape, dtype, self.buffer_device, self.device_id)
+                binding.bind_ortvalue_output(name, buffer)
+                outputs.append(buffer)
+            options = ort.RunOptions()
+            options.add_run_config_entry("gpu_graph_id", str(len(self.bindings) + 1))
+            self.bindings[key] = (binding, inputs, outputs, options)
+        binding, inputs, outputs, options = self.bindings[key]
+        for name, value in feeds.items():
+            inputs[name].update_inplace(np.ascontiguousarray(value))
+        started = time.perf_counter_ns()
+        self.session.run_with_iobinding(binding, options)
+        self.run_ns += time.perf_counter_ns() - started
+        return outputs
+
     def _feed(self, request: Any, pb_utils: Any) -> dict[str, Any]:
         feeds: dict[str, Any] = {}
         for name in self.inputs:
@@ -141,7 +184,7 @@ class TritonPythonModel:
         return feeds
 
     def _tensor(self, pb_utils: Any, name: str, value: Any) -> Any:
-        if self.output_device != "cpu":
+        if self.output_device != "cpu" and not self.persistent:
             return pb_utils.Tensor.from_dlpack(name, value._ortvalue.to_dlpack())
         return pb_utils.Tensor(name, value.numpy())
 
