@@ -5,7 +5,8 @@ settings sweep and the provider proof. Not a timed test: a script that prints an
     python benchmarks/gpu_mdeberta.py --models DIR --work DIR --out DIR [--phases ...] [--cpu]
 
 ``--models`` holds ``model.onnx``, ``model_fp16.onnx`` and ``build.json`` from ``gpu_build_mdeberta.py``.
-Phases (default: all, in this order): inprocess, served, fidelity, sweep, proof, report. Every phase adds
+Phases (default: all, in this order): inprocess, served, fidelity, sweep, static, threads, proof, report
+(static, threads and proof are in ``gpu_phases.py``). Every phase adds
 to ``WORK/state.json``, so a run can be split over several calls; ``report`` writes ``gpu-mdeberta.md`` and
 ``gpu-mdeberta.json`` under ``--out``. ``--cpu`` runs everything on the CPU provider (to test the script
 with the tiny model on a machine without a GPU); its numbers mean nothing for a GPU.
@@ -54,7 +55,7 @@ from pytest_triton.repository import RepositoryBuilder
 from pytest_triton.repository.ort_placement import placement
 
 ROOT = Path(__file__).resolve().parent.parent
-PHASES = ("inprocess", "served", "fidelity", "sweep", "proof", "report")
+PHASES = ("inprocess", "served", "fidelity", "sweep", "static", "threads", "proof", "report")
 TIMINGS_ENV = "PYTEST_TRITON_ADAPTER_TIMINGS"
 OUTPUT = "logits"
 INPUTS = ("input_ids", "attention_mask")
@@ -235,11 +236,13 @@ def _serve(
     label: str,
     models: list[tuple[str, str, dict[str, Any], Callable[[Any], None] | None]],
     env: dict[str, str] | None = None,
+    *,
+    strict: bool = True,
 ) -> tuple[TritonServerFactory, Any]:
     builder = RepositoryBuilder(run.work / f"repo-{label}")
     for name, dtype, kwargs, _ in models:
         _add(builder, run, name, dtype, **kwargs)
-    repo = builder.build()
+    repo = builder.build(strict=strict)  # strict=False: a static batch dim is a lint error, served anyway
     for name, _, _, edit in models:
         if edit is not None:
             _edit(repo, name, edit)
@@ -489,44 +492,6 @@ def _try_cuda_graphs(run: Run) -> dict[str, Any]:
     return {"run": True, "loaded": True, "seconds": time.monotonic() - started, **row}
 
 
-# -- the provider proof ---------------------------------------------------------------------------------------
-
-
-def phase_proof(run: Run) -> None:
-    """Serve a KIND_GPU model with the CUDA libraries taken off the server's library path: a load error."""
-    from pytest_triton.repository.onnx_adapter import tensorrt_unavailable_reason
-    from pytest_triton.servers.binary import find_tritonserver
-
-    result: dict[str, Any] = {"tensorrt": tensorrt_unavailable_reason() or "available"}
-    if run.args.cpu:
-        result["cuda_unavailable"] = {"run": False, "why": "CPU run: there is no CUDA provider to take away"}
-        run.state["proof"] = result
-        return
-    path = find_tritonserver(None).environ().get("LD_LIBRARY_PATH", "")
-    kept = [p for p in path.split(os.pathsep) if p and f"{os.sep}nvidia{os.sep}" not in p]
-    started = time.monotonic()
-    tiny = ROOT / "model_repos" / "assets" / "tiny-mdeberta" / "model.onnx"
-    builder = RepositoryBuilder(run.work / "repo-proof").add_onnx(
-        "mdeberta", tiny, max_batch_size=8, instance_kind="KIND_GPU"
-    )
-    factory = TritonServerFactory(
-        launcher="local", staging=run.work / "staging-proof", state=SessionState(), gpu=True, startup_timeout=300
-    )
-    try:
-        factory.start(builder.build(), env={"LD_LIBRARY_PATH": os.pathsep.join(kept)})
-        outcome: dict[str, Any] = {"loaded": True, "error": None}
-    except Exception as exc:
-        outcome = {"loaded": False, "error_type": type(exc).__name__, "error": str(exc)[:2000]}
-    finally:
-        factory.stop_all()
-    outcome.update(
-        run=True, seconds=time.monotonic() - started, removed=[p for p in path.split(os.pathsep) if p and p not in kept]
-    )
-    outcome["proved"] = not outcome["loaded"] and "refusing to fall back" in str(outcome.get("error"))
-    result["cuda_unavailable"] = outcome
-    run.state["proof"] = result
-
-
 # -- main -----------------------------------------------------------------------------------------------------
 
 
@@ -568,7 +533,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tool-dir", type=Path, default=fidelity.TOOL_DIR)
     parser.add_argument("--tokenizer", type=Path, default=ROOT / "model_repos/assets/tiny-mdeberta/tokenizer.json")
     parser.add_argument("--samples", type=Path, default=ROOT / "model_repos/samples/nli_samples.jsonl")
+    parser.add_argument("--proof-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    import gpu_phases
+
+    if args.proof_child:
+        return gpu_phases.proof_child(args)
     phases = [p for p in args.phases.split(",") if p]
     unknown = sorted(set(phases) - set(PHASES))
     if unknown:
@@ -581,7 +551,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "served": phase_served,
         "fidelity": phase_fidelity,
         "sweep": phase_sweep,
-        "proof": phase_proof,
+        "static": gpu_phases.phase_static,
+        "threads": gpu_phases.phase_threads,
+        "proof": gpu_phases.phase_proof,
     }
     failed = False
     for phase in phases:

@@ -143,6 +143,62 @@ def _sweep_rows(state: dict[str, Any], build: dict[str, Any]) -> tuple[list[str]
     return lines, summary
 
 
+def _static_lines(state: dict[str, Any], build: dict[str, Any]) -> list[str]:
+    static = state.get("static")
+    if not static:
+        return ["not run"]
+    fl = floor(build, "fp16", int(static["batch"]))
+    p = static.get("placement", {})
+    lines = [
+        f"`{static['file']}`: the fp16 model with its batch fixed to {static['batch']}: {p.get('nodes')} nodes, "
+        f"{p.get('by_provider')}, CPU nodes {p.get('cpu_nodes')}, Memcpy {p.get('memcpy_nodes')}",
+        "",
+        "| path | p50 ms | samples/s c=1 | c=2 | c=4 | best / 1,850 goal | best / floor |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    rows = [(f"in-process {k}", v) for k, v in static.get("inprocess", {}).items() if isinstance(v, dict)]
+    rows += [(f"served {k}", v) for k, v in static.get("served", {}).items()]
+    for label, row in rows:
+        if "error" in row:
+            lines.append(f"| {label} | error: {row['error'][:200]} | | | | | |")
+            continue
+        conc = row.get("concurrency", {})
+        top = max([row["samples_per_s"], *conc.values()])
+        lines.append(
+            f"| {label} | {row['p50_ms']:.3f} | {row['samples_per_s']:.0f} | {_f(conc.get('2'), 0)} "
+            f"| {_f(conc.get('4'), 0)} | {top / GOAL_SAMPLES_PER_S:.3f} | {top / fl['samples_per_s']:.3f} |"
+        )
+    for key in ("cuda_graph_error", "cuda_graph_max_abs_diff"):
+        if key in static.get("inprocess", {}):
+            lines.append(f"- in-process {key}: {static['inprocess'][key]}")
+    if "served_cuda_graph_error" in static:
+        lines.append(f"- served CUDA graphs: {static['served_cuda_graph_error']}")
+    return lines
+
+
+def _threads_lines(state: dict[str, Any]) -> list[str]:
+    threads = state.get("threads")
+    if not threads:
+        return ["not run"]
+    lines = [
+        "| intra-op threads | in-process p50 ms | served p50 ms | Triton infer ms | adapter session.run ms "
+        "| infer / in-process | session.run / in-process |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for key, name in (("1", "mdeberta_t1"), ("4", "mdeberta_t4"), ("default", "mdeberta_t0")):
+        ref = threads["inprocess"].get(key)
+        row = threads["served"].get(name)
+        if not ref or not row or "server" not in row:
+            continue
+        infer = row["server"]["compute_infer_us"] / 1e3
+        run_ms = row.get("adapter", {}).get("session_run_ms")
+        lines.append(
+            f"| {key} | {ref['p50_ms']:.3f} | {row['p50_ms']:.3f} | {infer:.3f} | {_f(run_ms, 3)} "
+            f"| {infer / ref['p50_ms']:.3f} | {_f(run_ms / ref['p50_ms'] if run_ms else None, 3)} |"
+        )
+    return lines
+
+
 def write(state: dict[str, Any], out: Path) -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
     cond = state.get("conditions", {})
@@ -207,7 +263,15 @@ def write(state: dict[str, Any], out: Path) -> tuple[Path, Path]:
         "",
         f"best: {sweep_summary}; A10G seed TensorRT fp16: {SEED_A10G['triton-tensorrt-fp16'][1]:.0f}/s",
         "",
-        f"CUDA graphs: {state.get('sweep', {}).get('cuda_graphs')}",
+        f"CUDA graphs (dynamic batch): {state.get('sweep', {}).get('cuda_graphs')}",
+        "",
+        "## Static batch shape and CUDA graphs (fp16)",
+        "",
+        *_static_lines(state, build),
+        "",
+        "## b=1 fp32 and ONNX Runtime's intra-op threads",
+        "",
+        *_threads_lines(state),
         "",
         "## Provider proof and TensorRT",
         "",
