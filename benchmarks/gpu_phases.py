@@ -177,7 +177,9 @@ def phase_proof(run: Any) -> None:
     root = Path(run.work) / "ort-without-cuda"
     missing = "libonnxruntime_providers_cuda.so"
     if not (root / "onnxruntime").exists():  # hard links: the copy costs no space and realpath stays in it
-        shutil.copytree(source, root / "onnxruntime", copy_function=os.link, ignore=shutil.ignore_patterns(missing))
+        shutil.copytree(
+            source, root / "onnxruntime", copy_function=_link_or_copy, ignore=shutil.ignore_patterns(missing)
+        )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)}
     command = [sys.executable, gm.__file__, "--proof-child", "--models", str(run.args.models), "--work", str(run.work)]
     started = time.monotonic()
@@ -191,6 +193,13 @@ def phase_proof(run: Any) -> None:
     print(f"proof: {outcome}")
     result["cuda_unavailable"] = outcome
     run.state["proof"] = result
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system
+        shutil.copy2(src, dst)
 
 
 def proof_child(args: argparse.Namespace) -> int:
