@@ -26,15 +26,15 @@ from pytest_triton.repository.ort_placement import placement
 PROOF_MARK = "PROOF-RESULT "
 
 
-def static_model(run: Any, batch: int) -> Path:
-    """The fp16 model with its symbolic batch fixed to ``batch`` (ONNX Runtime can then fold shape arithmetic)."""
+def static_model(run: Any, batch: int, dtype: str = "fp16") -> Path:
+    """The model with its symbolic batch fixed to ``batch`` (ONNX Runtime can then fold shape arithmetic)."""
     import onnx
     from onnxruntime.tools.onnx_model_utils import fix_output_shapes
     from onnxruntime.tools.onnx_model_utils import make_dim_param_fixed
 
-    dest = Path(run.work) / f"model_fp16_b{batch}.onnx"
+    dest = Path(run.work) / f"model_{dtype}_b{batch}.onnx"
     if not dest.exists():
-        model = onnx.load(str(run.files["fp16"]))
+        model = onnx.load(str(run.files[dtype]))
         make_dim_param_fixed(model.graph, "batch", batch)
         fix_output_shapes(model)
         onnx.save(model, str(dest))
@@ -129,6 +129,36 @@ def phase_static(run: Any) -> None:
                 factory.stop_all()
         gm._cleanup(run, "static-graph")
     run.state["static"] = result
+
+
+def phase_static1(run: Any) -> None:
+    """b=1 with the batch fixed to 1: does the served b=1 gap follow the graph's CPU nodes and Memcpy?"""
+    import onnxruntime as ort
+
+    result: dict[str, Any] = {"placement": {}, "inprocess": {}}
+    models = []
+    for dtype in ("fp32", "fp16"):
+        path = static_model(run, 1, dtype)
+        run.files[f"{dtype}_static1"] = path
+        result["placement"][dtype] = placement(path, run.providers, name=path.name).to_json()
+        session = ort.InferenceSession(str(path), providers=run.providers)
+        row = gm.latency(run, gm._cycle([gm._run_call(session, f) for f in run.batches(1)]), 1)
+        result["inprocess"][dtype] = row
+        print(f"static1 {dtype}: {result['placement'][dtype]['by_provider']}, in-process p50 {row['p50_ms']:.3f} ms")
+        del session
+        models.append((f"static1_{dtype}", f"{dtype}_static1", {"max_batch_size": 1}, None))
+    timings = Path(run.work) / "adapter-timings.txt"
+    factory, server = gm._serve(run, "static1", models, env={gm.TIMINGS_ENV: str(timings)}, strict=False)
+    result["served"] = {}
+    try:
+        for name, _, _, _ in models:
+            row = gm.served_latency(run, server.urls.http, name, 1, timings)
+            result["served"][name] = row
+            print(f"static1 served {name}: p50 {row['p50_ms']:.3f} ms, server {row.get('server')}, {row['adapter']}")
+    finally:
+        factory.stop_all()
+        gm._cleanup(run, "static1")
+    run.state["static1"] = result
 
 
 def phase_threads(run: Any) -> None:

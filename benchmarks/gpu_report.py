@@ -199,6 +199,29 @@ def _threads_lines(state: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _static1_lines(state: dict[str, Any]) -> list[str]:
+    data = state.get("static1")
+    if not data:
+        return ["not run"]
+    lines = [
+        "| model (batch fixed to 1) | nodes on CPU | Memcpy | in-process p50 ms | served p50 ms | Triton infer ms "
+        "| adapter session.run ms | infer / in-process | session.run / in-process |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for dtype in ("fp32", "fp16"):
+        p, ref, row = data["placement"][dtype], data["inprocess"][dtype], data["served"].get(f"static1_{dtype}", {})
+        if "server" not in row:
+            continue
+        infer = row["server"]["compute_infer_us"] / 1e3
+        run_ms = row.get("adapter", {}).get("session_run_ms")
+        lines.append(
+            f"| {dtype} | {p['cpu_nodes']} | {p['memcpy_nodes']} | {ref['p50_ms']:.3f} | {row['p50_ms']:.3f} "
+            f"| {infer:.3f} | {_f(run_ms, 3)} | {infer / ref['p50_ms']:.3f} "
+            f"| {_f(run_ms / ref['p50_ms'] if run_ms else None, 3)} |"
+        )
+    return lines
+
+
 def write(state: dict[str, Any], out: Path) -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
     cond = state.get("conditions", {})
@@ -268,6 +291,10 @@ def write(state: dict[str, Any], out: Path) -> tuple[Path, Path]:
         "## Static batch shape and CUDA graphs (fp16)",
         "",
         *_static_lines(state, build),
+        "",
+        "## b=1 with the batch fixed to 1",
+        "",
+        *_static1_lines(state),
         "",
         "## b=1 fp32 and ONNX Runtime's intra-op threads",
         "",
