@@ -546,6 +546,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = Run(args)
     run.state.setdefault("conditions", conditions(run))
     run.state.setdefault("errors", {})
+    run.state.setdefault("runs", []).append(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC: phases {','.join(phases)}")
     functions = {
         "inprocess": phase_inprocess,
         "served": phase_served,

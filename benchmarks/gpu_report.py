@@ -235,6 +235,7 @@ def write(state: dict[str, Any], out: Path) -> tuple[Path, Path]:
         f"# mDeBERTa-v3-base-shaped model on {cond.get('gpu', '?')} ({cond.get('date', '?')})",
         "",
         f"- command: `{cond.get('command', '?')}`; windows {cond.get('window_ms')} ms, 3 stable within 10%",
+        *[f"- run {i}: {r}" for i, r in enumerate(state.get("runs", []), 1)],
         f"- machine: {cond.get('cpus')} CPUs ({cond.get('cpu')}), {cond.get('platform')}, Python {cond.get('python')}",
         f"- versions: {cond.get('versions')}; build: {build.get('versions')}, exporter {build.get('exporter')}",
         f"- model: {build.get('parameters', 0):,} parameters ({build.get('embedding_parameters', 0):,} in the "
@@ -302,8 +303,8 @@ def write(state: dict[str, Any], out: Path) -> tuple[Path, Path]:
         "",
         "## Provider proof and TensorRT",
         "",
-        f"- CUDA provider taken away (nvidia library folders removed from the server's LD_LIBRARY_PATH): "
-        f"{state.get('proof', {}).get('cuda_unavailable')}",
+        "- CUDA provider made unavailable on purpose (the server imports an onnxruntime copy without "
+        f"libonnxruntime_providers_cuda.so): {state.get('proof', {}).get('cuda_unavailable')}",
         f"- TensorRT: not run: {state.get('proof', {}).get('tensorrt')}",
         "",
         f"Phase errors: {list(state.get('errors', {})) or 'none'}; phase seconds: {state.get('phase_seconds')}",
