@@ -49,10 +49,10 @@ from pytest_triton.bench.server_stats import stats_delta
 from pytest_triton.client.transports import TritonHttpTransport
 from pytest_triton.config import read_config
 from pytest_triton.config import write_config
-from pytest_triton.fixtures import SessionState
-from pytest_triton.fixtures import TritonServerFactory
 from pytest_triton.repository import RepositoryBuilder
 from pytest_triton.repository.ort_placement import placement
+from pytest_triton.servers.base import ServeOptions
+from pytest_triton.servers.factory import ServerFactory
 
 ROOT = Path(__file__).resolve().parent.parent
 PHASES = ("inprocess", "served", "fidelity", "sweep", "static", "static1", "threads", "proof", "report")
@@ -238,7 +238,7 @@ def _serve(
     env: dict[str, str] | None = None,
     *,
     strict: bool = True,
-) -> tuple[TritonServerFactory, Any]:
+) -> tuple[ServerFactory, Any]:
     builder = RepositoryBuilder(run.work / f"repo-{label}")
     for name, dtype, kwargs, _ in models:
         _add(builder, run, name, dtype, **kwargs)
@@ -246,9 +246,8 @@ def _serve(
     for name, _, _, edit in models:
         if edit is not None:
             _edit(repo, name, edit)
-    factory = TritonServerFactory(
-        launcher="local", staging=run.work / f"staging-{label}", state=SessionState(), gpu=run.gpu, startup_timeout=900
-    )
+    options = ServeOptions(gpu=run.gpu, startup_timeout=900, staging=run.work / f"staging-{label}")
+    factory = ServerFactory("local", options)
     started = time.monotonic()
     server = factory.start(repo, env=env)
     print(f"server {label}: {len(models)} models ready in {time.monotonic() - started:.1f} s at {server.urls.http}")
@@ -307,7 +306,8 @@ def phase_served(run: Run) -> None:
         ("mdeberta_gpuout", "fp32", {}, _params(pytest_triton_output_device="cuda")),
     ]
     factory, server = _serve(run, "served", models, env={TIMINGS_ENV: str(timings)})
-    result: dict[str, Any] = {"adapted": [a.describe() for a in factory.state.adapted], "models": {}}
+    adapted = server.prepared.adapted if server.prepared is not None else ()
+    result: dict[str, Any] = {"adapted": [a.describe() for a in adapted], "models": {}}
     try:
         for name, dtype, _, _ in models:
             for batch in (1, run.args.batch):

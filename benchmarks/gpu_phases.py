@@ -18,10 +18,10 @@ import gpu_mdeberta as gm
 import numpy as np
 from numpy.typing import NDArray
 
-from pytest_triton.fixtures import SessionState
-from pytest_triton.fixtures import TritonServerFactory
 from pytest_triton.repository import RepositoryBuilder
 from pytest_triton.repository.ort_placement import placement
+from pytest_triton.servers.base import ServeOptions
+from pytest_triton.servers.factory import ServerFactory
 
 PROOF_MARK = "PROOF-RESULT "
 
@@ -249,9 +249,7 @@ def proof_child(args: argparse.Namespace) -> int:
     builder = RepositoryBuilder(work / "repo-proof").add_onnx(
         "mdeberta", tiny, max_batch_size=8, instance_kind="KIND_GPU"
     )
-    factory = TritonServerFactory(
-        launcher="local", staging=work / "staging-proof", state=SessionState(), gpu=True, startup_timeout=300
-    )
+    factory = ServerFactory("local", ServeOptions(gpu=True, startup_timeout=300, staging=work / "staging-proof"))
     started = time.monotonic()
     try:
         factory.start(builder.build())
@@ -259,8 +257,9 @@ def proof_child(args: argparse.Namespace) -> int:
     except Exception as exc:
         outcome.update(loaded=False, error_type=type(exc).__name__, error=str(exc)[:2500])
     finally:
+        outcome["seconds_to_outcome"] = round(time.monotonic() - started, 1)
+        prepared = [server.prepared for server in factory.servers if server.prepared is not None]
+        outcome["adapted"] = [model.describe() for p in prepared for model in p.adapted]
         factory.stop_all()
-    outcome["seconds_to_outcome"] = round(time.monotonic() - started, 1)
-    outcome["adapted"] = [a.describe() for a in factory.state.adapted]
     print(PROOF_MARK + json.dumps(outcome), flush=True)
     return 0

@@ -19,8 +19,8 @@ ort = pytest.importorskip("onnxruntime", reason="the ONNX adapter and the refere
 from pytest_triton.client.transports import TritonHttpTransport  # noqa: E402
 from pytest_triton.config import read_config  # noqa: E402
 from pytest_triton.config import write_config  # noqa: E402
-from pytest_triton.fixtures import TritonServerFactory  # noqa: E402
 from pytest_triton.repository import RepositoryBuilder  # noqa: E402
+from pytest_triton.serving import TritonServerFactory  # noqa: E402
 
 from .test_onnx_python_ensemble import make_onnx  # noqa: E402
 
@@ -62,6 +62,7 @@ def test_adapter_options_answer_like_onnxruntime(
     timings = tmp_path / "timings.txt"
     server = triton_server_factory.start(repo, env={"PYTEST_TRITON_ADAPTER_TIMINGS": str(timings)})
     reference = ort.InferenceSession(str(onnx_file), providers=["CPUExecutionProvider"])
+    assert server.urls.http is not None
     http = TritonHttpTransport(server.urls.http)
     rng = np.random.default_rng(7)
     try:
