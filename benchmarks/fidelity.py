@@ -64,9 +64,9 @@ from pytest_triton.bench.server_stats import stats_delta
 from pytest_triton.client.nli import NliTokenizer
 from pytest_triton.client.nli import load_samples
 from pytest_triton.client.transports import TritonHttpTransport
+from pytest_triton.servers.base import ServeOptions
+from pytest_triton.servers.factory import ServerFactory
 from pytest_triton.servers.rest import TritonRest
-from pytest_triton.serving import SessionState
-from pytest_triton.serving import TritonServerFactory
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOL_DIR = ROOT / ".tools" / "perf_analyzer"
@@ -421,11 +421,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir = Path(tmp)
         input_data = workdir / "input_data.json"
         write_input_data(requests, input_data)
-        factory = TritonServerFactory(launcher="local", staging=workdir / "staging", state=SessionState(), gpu=False)
+        factory = ServerFactory("local", ServeOptions(gpu=False, staging=workdir / "staging"))
         transport: TritonHttpTransport | None = None
         try:
             server = factory.start(args.repo)
             url = server.urls.http
+            assert url is not None, "the local launcher serves HTTP"
             server_version = _server_version(url)
             transport = TritonHttpTransport(url)
             plugin_calls = [plugin_call(transport, r) for r in requests]

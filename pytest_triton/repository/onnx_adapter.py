@@ -120,9 +120,12 @@ def _providers(config: Any, has_gpu: bool, report: AdaptedModel) -> list[Any]:
                 continue
             if provider == "TensorrtExecutionProvider":
                 providers.append((provider, _tensorrt_options(accel.parameters)))
+            elif accel.parameters:  # the onnxruntime backend passes these as CUDA provider options
+                providers.append((provider, {key: str(value) for key, value in accel.parameters.items()}))
             else:
                 providers.append(provider)
-        if gpu_kind and "CUDAExecutionProvider" in available and "CUDAExecutionProvider" not in providers:
+        named = [p if isinstance(p, str) else p[0] for p in providers]
+        if gpu_kind and "CUDAExecutionProvider" in available and "CUDAExecutionProvider" not in named:
             providers.append("CUDAExecutionProvider")
     elif config.optimization.execution_accelerators.gpu_execution_accelerator:
         names = [a.name for a in config.optimization.execution_accelerators.gpu_execution_accelerator]
@@ -183,6 +186,10 @@ def _adapt_config(config: Any, target: AdapterTarget, report: AdaptedModel, mode
         params["onnxruntime_dir"] = target.onnxruntime_dir
     for key, value in params.items():
         config.parameters[f"pytest_triton_{key}"].string_value = value
+    gpu_session = report.providers[0] != "CPUExecutionProvider"
+    if gpu_session and "FORCE_CPU_ONLY_INPUT_TENSORS" not in config.parameters:
+        # inputs that reach the python backend on the GPU stay there; the adapter binds them through DLPack
+        config.parameters["FORCE_CPU_ONLY_INPUT_TENSORS"].string_value = "no"
 
 
 def onnx_models(folder: Path) -> list[str]:
