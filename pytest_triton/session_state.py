@@ -37,4 +37,4 @@ def session_state(config: pytest.Config) -> SessionState:
     return config.stash[STATE_KEY]
 
 
-BENCH_KEY = pytest.StashKey["TritonBench"]()  # the session's latency bench (made when first asked for)
+BENCH_KEY: pytest.StashKey[TritonBench] = pytest.StashKey()  # the session's latency bench (made when first asked for)
