@@ -54,11 +54,6 @@ def test_defaults_for_one_model_folder_warn_and_load_it() -> None:
         ({"SAGEMAKER_TRITON_LOG_WARNING": "false"}, "--log-warning", "false"),
         ({"SAGEMAKER_TRITON_LOG_ERROR": "true"}, "--log-error", "true"),
         ({"SAGEMAKER_TRITON_DISABLE_MODEL_NAMESPACING": "false"}, "--model-namespacing", "false"),
-        (
-            {"SAGEMAKER_TRITON_SHM_DEFAULT_BYTE_SIZE": "33554432"},
-            "--backend-config",
-            "python,shm-growth-byte-size=1048576",
-        ),
         ({"SAGEMAKER_TRITON_LOG_VERBOSE": ""}, "--log-verbose", "true"),  # empty counts as unset ([ -n ])
         ({}, "--sagemaker-port", None),
         ({}, "--grpc-port", None),
