@@ -173,8 +173,7 @@ def serve_plan(
         )
     else:
         raise _refuse(
-            f'"ERROR: More than 1 model directory found in model repository" '
-            f"(directories: {' '.join(layout.folders)})",
+            f'"ERROR: More than 1 model directory found in model repository" (directories: {" ".join(layout.folders)})',
             f"set {DEFAULT_MODEL_ENV} to the model to serve (the ensemble, with several models), "
             "or remove the extra folders (hidden ones count too)",
         )
