@@ -65,8 +65,8 @@ from pytest_triton.bench.server_stats import stats_delta
 from pytest_triton.client.nli import NliTokenizer
 from pytest_triton.client.nli import load_samples
 from pytest_triton.client.transports import TritonHttpTransport
-from pytest_triton.fixtures import SessionState
-from pytest_triton.fixtures import TritonServerFactory
+from pytest_triton.serving import SessionState
+from pytest_triton.serving import TritonServerFactory
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOL_DIR = ROOT / ".tools" / "perf_analyzer"

@@ -14,6 +14,7 @@ whole family at once::
      │    ├── ServerTimeout (TimeoutError) readiness not reached in time
      │    └── DeploymentError              a SageMaker endpoint could not be deployed or removed
      └── InferenceError                    a request failed (keeps request/response)
+          ├── InferenceTimeout (TimeoutError) no reply in time
           └── EndpointModelError           a SageMaker container answered an error (ModelError, 424)
 """
 
@@ -125,6 +126,10 @@ class InferenceError(PytestTritonError):
         self.request = request
         self.response = response
         super().__init__(message)
+
+
+class InferenceTimeout(InferenceError, TimeoutError):
+    """An inference request got no reply within its timeout (it is never resent)."""
 
 
 class EndpointModelError(InferenceError):

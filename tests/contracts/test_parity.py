@@ -10,7 +10,6 @@ from pytest_triton.client.nli import NliClient
 from pytest_triton.client.nli import NliSample
 from pytest_triton.client.nli import NliTokenizer
 from pytest_triton.client.nli import results_from_logits
-from pytest_triton.client.transports import TritonGrpcTransport
 from pytest_triton.parity import assert_parity
 from pytest_triton.parity import assert_same_labels
 from tests.contracts.conftest import Served
@@ -51,7 +50,7 @@ def test_served_onnx_matches_reference_over_grpc(
         import tritonclient.grpc  # noqa: F401
     except (ImportError, RuntimeError) as exc:  # tritonclient raises RuntimeError when grpc is incomplete
         pytest.skip(f"tritonclient's gRPC client cannot be imported here: {exc}")
-    client = NliClient(TritonGrpcTransport(onnx_served.server.urls.grpc), tokenizer)
+    client = NliClient(onnx_served.server.transport("grpc"), tokenizer)
     check_variant(client, samples, reference_logits, onnx_served.variant, onnx_served.precision)
 
 

@@ -28,7 +28,7 @@ def test_add(triton_client):
 
 
 def test_fails_and_shows_the_server_log(triton_server):
-    assert triton_server.model_ready("python_add")
+    assert triton_server.control.ready("python_add")
     assert False, "deliberate"
 """
 
@@ -79,5 +79,5 @@ def test_triton_server_without_repository_says_what_to_do(pytester: pytest.Pytes
 
 def test_repository_from_ini(pytester: pytest.Pytester) -> None:
     pytester.makeini(f"[pytest]\ntriton_repository = {EXAMPLES}\n")
-    pytester.makepyfile("def test_ready(triton_server):\n    assert triton_server.model_ready('python_add')\n")
+    pytester.makepyfile("def test_ready(triton_server):\n    assert triton_server.control.ready('python_add')\n")
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)

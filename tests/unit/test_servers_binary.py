@@ -11,10 +11,10 @@ import pytest
 
 from pytest_triton.errors import MissingDependency
 from pytest_triton.errors import ServerStartError
+from pytest_triton.hardware import gpu_visible
 from pytest_triton.servers import binary as binary_mod
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import find_tritonserver
-from pytest_triton.servers.binary import gpu_visible
 from pytest_triton.servers.binary import list_backends
 from pytest_triton.servers.binary import prepare_backend_dir
 

@@ -187,8 +187,8 @@ class Server:
             return
         for name in self.loaded:
             with contextlib.suppress(ServerError):  # never loaded: it failed, or a step was not reached
-                triton.unload_model(name, wait=False)
-        rest = TritonRest(triton.urls.http)
+                triton.control.unload(name, wait=False)
+        rest = TritonRest(triton.urls.need("http"))
         wait_models_unloaded(rest, self.loaded, timeout=LOAD_TIMEOUT, progress=None, log_tail=triton.log_tail)
         for folder in self.folders:
             shutil.rmtree(folder, ignore_errors=True)
@@ -221,7 +221,7 @@ def _load(triton: LocalLauncher, name: str) -> str | None:
     "failed to poll from model repository" says nothing more over HTTP: the reason is in the log.
     """
     try:
-        TritonRest(triton.urls.http).load(name, timeout=LOAD_TIMEOUT)
+        TritonRest(triton.urls.need("http")).load(name, timeout=LOAD_TIMEOUT)
     except TimeoutError:
         pytest.fail(f"Triton did not answer the load of {name!r} within {LOAD_TIMEOUT:.0f} s", pytrace=False)
     except OSError:
