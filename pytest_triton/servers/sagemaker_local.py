@@ -25,6 +25,7 @@ import urllib.error
 import urllib.request
 import weakref
 from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -36,13 +37,17 @@ from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
+from pytest_triton.hardware import gpu_visible
 from pytest_triton.lint.rules.deployment import read_env_file
 from pytest_triton.lint.rules.deployment import sidecar_env
+from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.base import LOCALHOST
+from pytest_triton.servers.base import InferenceEndpoint
+from pytest_triton.servers.base import Prepared
+from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.base import ServerUrls
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import find_tritonserver
-from pytest_triton.servers.binary import gpu_visible
 from pytest_triton.servers.logs import LogFile
 from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.logs import server_error
@@ -112,7 +117,7 @@ class SageMakerLocalLauncher:
         env: Mapping[str, str] | None = None,
         binary: str | os.PathLike[str] | TritonBinary | None = None,
         gpu: bool = False,
-        startup_timeout: float = 120.0,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         stop_timeout: float = 10.0,
         staging: Path | None = None,
         progress: ProgressCallback | None = stderr_progress,
@@ -125,10 +130,9 @@ class SageMakerLocalLauncher:
         self.staging = staging
         self.progress = progress
         self.notes: list[str] = []
-        self.adapted: list[Any] = []  # AdaptedModel of the ONNX adapter, one per adapted model
         self.plan: ServePlan | None = None
         self.command: list[str] = []
-        self.control = None  # the SageMaker frontend has no model control
+        self._prepared: Prepared | None = None
         self._binary_arg = binary
         self._binary: TritonBinary | None = binary if isinstance(binary, TritonBinary) else None
         self._workdir: Path | None = None
@@ -141,7 +145,43 @@ class SageMakerLocalLauncher:
         self._stopped = False
         self._finalizer: weakref.finalize[Any, Any] | None = None
 
+    @classmethod
+    def from_options(
+        cls, repository: Path | None, options: ServeOptions, *, models: Sequence[str] | None = None
+    ) -> Self:
+        """A launcher from the common options: ``repository`` is a model.tar.gz or a folder; ``models`` must be
+        None or the one default model (SageMaker serves one); setting ``tritonserver`` names the binary."""
+        if repository is None:
+            raise ConfigError("the sagemaker-local launcher serves a model.tar.gz or a repository folder: give one")
+        env = dict(options.env)
+        if models is not None:
+            if len(models) != 1:
+                raise ConfigError(
+                    f"models={list(models)!r}: a SageMaker endpoint serves one model (its default model); "
+                    "name one, or set SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"
+                )
+            env.setdefault("SAGEMAKER_TRITON_DEFAULT_MODEL_NAME", models[0])
+        return cls(
+            repository,
+            env=env,
+            binary=options.setting("tritonserver"),
+            gpu=options.gpu,
+            startup_timeout=options.startup_timeout,
+            staging=options.staging,
+            progress=options.progress,
+        )
+
     # -- what it serves ----------------------------------------------------------------------------------
+
+    @property
+    def prepared(self) -> Prepared | None:
+        """The unpacked repository and what was changed in it (None before ``prepare()``/``start()``)."""
+        return self._prepared
+
+    @property
+    def control(self) -> None:
+        """None: the container serves only /ping and /invocations, with no model control."""
+        return None
 
     @property
     def binary(self) -> TritonBinary:
@@ -180,41 +220,47 @@ class SageMakerLocalLauncher:
         values.update(self.env)
         return values
 
-    def prepare(self) -> ServePlan:
-        """Unpack (or copy) the source into the work folder, adapt ONNX models, and settle the command line."""
-        from pytest_triton.repository.onnx_adapter import stage_repository
+    def prepare(self, source: Path | None = None) -> Prepared:
+        """Unpack (or copy) the archive into the work folder as /opt/ml/model, check it as the serve script
+        does, adapt ONNX models for this binary, and settle the command line."""
+        from pytest_triton.repository.onnx_adapter import AdapterTarget
+        from pytest_triton.repository.onnx_adapter import adapt_repository
+        from pytest_triton.repository.onnx_adapter import onnx_models
 
-        if self.plan is not None:
-            return self.plan
+        if source is not None:
+            self.source = Path(source).absolute()
+        if self._prepared is not None:
+            return self._prepared
         if not self.source.exists():
             raise ConfigError(f"{str(self.source)!r} does not exist; pass a model.tar.gz or a repository folder")
         base = self.staging if self.staging is not None else Path(tempfile.gettempdir())
         base.mkdir(parents=True, exist_ok=True)
         self._workdir = Path(tempfile.mkdtemp(prefix="pytest-triton-sagemaker-", dir=base))
-        unpacked = self._workdir / "unpacked"
+        model_dir = self._workdir / "model"
         if is_archive(self.source):
-            unpack_model_archive(self.source, unpacked)
+            unpack_model_archive(self.source, model_dir)
         elif self.source.is_dir():
-            shutil.copytree(self.source, unpacked, symlinks=False, ignore=shutil.ignore_patterns(".env"))
+            shutil.copytree(self.source, model_dir, symlinks=False, ignore=shutil.ignore_patterns(".env"))
         else:
             raise ConfigError(f"{str(self.source)!r} is neither a model.tar.gz nor a repository folder")
         env = self.container_env()
-        layout = RepositoryLayout.of(unpacked)
-        # the serve script's checks run on what SageMaker unpacks, before any adaptation
-        serve_plan(env, layout, gpu_count=0, model_repository=unpacked)
         if env.get("SAGEMAKER_MULTI_MODEL") == "true":
             raise ConfigError(
                 "SAGEMAKER_MULTI_MODEL=true: multi-model endpoints load models per request from S3, which "
                 "sagemaker-local does not emulate; test each model as a single-model archive"
             )
-        model_dir = self._workdir / "model"
-        self.adapted = stage_repository(unpacked, model_dir, backends=self.backends, has_gpu=self.has_gpu)
-        shutil.rmtree(unpacked, ignore_errors=True)
-        self.notes += [f"adapted for this server: {model.describe()}" for model in self.adapted]
+        # the serve script's checks run on what SageMaker unpacked, before any adaptation
+        self.plan = serve_plan(env, RepositoryLayout.of(model_dir), model_repository=model_dir)
+        adapted: list[Any] = []
+        if "onnxruntime" not in self.backends and onnx_models(model_dir):
+            adapted = adapt_repository(model_dir, AdapterTarget.this_environment(self.backends, self.has_gpu))
         self._model_dir = model_dir
-        self.plan = serve_plan(env, layout, gpu_count=_gpu_count() if self.has_gpu else 0, model_repository=model_dir)
         self.notes += list(self.plan.warnings)
-        return self.plan
+        assert self.plan.default_model is not None
+        self._prepared = Prepared(
+            self.source, model_dir, (self.plan.default_model,), tuple(adapted), tuple(self.notes), "/opt/ml/model"
+        )
+        return self._prepared
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -239,7 +285,6 @@ class SageMakerLocalLauncher:
             raise ServerError("SageMakerLocalLauncher.start() called twice; create a new launcher to start again")
         try:
             self.prepare()
-            assert self.plan is not None
             assert self._workdir is not None
             env = self.container_env()
             env.update(self._ports_env(env))
@@ -379,7 +424,7 @@ class SageMakerLocalLauncher:
                 log_tail=self.log_tail(),
             )
 
-    def transport(self, protocol: str = "sagemaker", *, binary: bool = True) -> SageMakerTransport:
+    def transport(self, protocol: InferenceEndpoint = "sagemaker", *, binary: bool = True) -> SageMakerTransport:
         """The ``/invocations`` transport for the default model (inputs read from its config.pbtxt)."""
         from pytest_triton.client.transports import SageMakerTransport
         from pytest_triton.cloud.specs import model_input_specs
