@@ -7,7 +7,8 @@ there is no model control, and the transport is sagemaker-runtime's InvokeEndpoi
 CloudWatch log group ``/aws/sagemaker/Endpoints/NAME``.
 
 Settings read (from :class:`~pytest_triton.servers.base.ServeOptions`): ``endpoint``, ``s3_uri``,
-``instance_type``, ``triton_version``, ``image``, ``sagemaker_role``, ``region``.
+``instance_type``, ``triton_version``, ``image``, ``sagemaker_role`` (else $PYTEST_TRITON_SAGEMAKER_ROLE),
+``region``, ``poll_interval`` and ``deploy_timeout`` (seconds).
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ def deploy_options_from(options: ServeOptions) -> DeployOptions:
         "image": options.setting("image"),
         "s3_uri": options.setting("s3_uri"),
         "role": options.setting("sagemaker_role") or os.environ.get(ROLE_ENV) or None,
+        "poll_interval": options.setting("poll_interval"),
+        "timeout": options.setting("deploy_timeout"),
     }
     return DeployOptions(env=dict(options.env), **{k: v for k, v in given.items() if v is not None})
 
