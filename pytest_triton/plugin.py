@@ -96,6 +96,15 @@ def pytest_configure(config: pytest.Config) -> None:
             require_gpu()
         except PytestTritonError as exc:
             raise pytest.UsageError(str(exc)) from exc
+    chosen = config.getoption("triton_launcher")
+    if chosen:  # an unknown launcher fails before any test runs, listing the known ones
+        from pytest_triton.errors import ConfigError
+        from pytest_triton.servers.registry import launcher_class
+
+        try:
+            launcher_class(chosen)
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from exc
     if config.getoption("triton_budgets"):  # a named budget file is checked before any test runs
         from pytest_triton.errors import ConfigError
 

@@ -131,6 +131,7 @@ class TritonServerFactory:
                     "triton_repository in the ini file (or start one with triton_server_factory.start(PATH))"
                 )
             self._session = self.start(repository)
+            self.state.owners[id(self._session)] = "triton_server"  # whichever fixture asked for it first
         return self._session
 
     def default_server(self, config: pytest.Config) -> TritonLauncher:

@@ -133,8 +133,10 @@ class TritonGrpcTransport:
     def __init__(self, url: str, *, timeout: float = 60.0) -> None:
         import tritonclient.grpc as grpcclient
 
+        from pytest_triton.client.triton import grpc_client
+
         self._module = grpcclient
-        self.client: Any = grpcclient.InferenceServerClient(url)
+        self.client: Any = grpc_client(url)
         self.timeout = timeout
         self._specs: dict[str, list[InputSpec]] = {}
 

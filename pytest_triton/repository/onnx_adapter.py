@@ -19,6 +19,7 @@ from typing import Any
 
 from pytest_triton.config import read_config
 from pytest_triton.config import write_config
+from pytest_triton.errors import ConfigError
 from pytest_triton.repository.layout import model_folders
 
 ADAPTER_SOURCE = Path(__file__).parent / "_adapter" / "model.py"
@@ -185,11 +186,18 @@ def _adapt_config(config: Any, target: AdapterTarget, report: AdaptedModel, mode
 
 
 def onnx_models(folder: Path) -> list[str]:
-    """The model folders of ``folder`` whose config asks for ONNX Runtime."""
+    """The model folders of ``folder`` whose config asks for ONNX Runtime.
+
+    A config that does not parse is left to Triton, which refuses it with its own words.
+    """
     found = []
     for name in model_folders(folder):
         config_path = folder / name / "config.pbtxt"
-        if config_path.exists() and is_onnx_model(read_config(config_path).message):
+        try:
+            onnx = config_path.exists() and is_onnx_model(read_config(config_path).message)
+        except ConfigError:
+            continue
+        if onnx:
             found.append(name)
     return found
 

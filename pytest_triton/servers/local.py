@@ -41,6 +41,7 @@ from pytest_triton.hardware import gpu_visible
 from pytest_triton.repository.layout import model_folders
 from pytest_triton.repository.layout import require_folder
 from pytest_triton.repository.layout import stage_copy
+from pytest_triton.repository.sagemaker import DEFAULT_MODEL_ENV
 from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.base import LOCALHOST
 from pytest_triton.servers.base import InferenceEndpoint
@@ -366,7 +367,7 @@ class LocalLauncher:
     def _environ(self, binary: TritonBinary, models: list[str]) -> dict[str, str]:
         env = binary.environ()
         if self.sagemaker and len(models) == 1:  # what the SageMaker Triton image's serve script does
-            env.setdefault("SAGEMAKER_TRITON_DEFAULT_MODEL_NAME", models[0])
+            env.setdefault(DEFAULT_MODEL_ENV, models[0])
         env.update(self.env)
         return env
 

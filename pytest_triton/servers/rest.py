@@ -65,9 +65,11 @@ class TritonRest:
         try:
             status, body = self.request("GET", path, timeout=timeout)
         except OSError as err:
-            raise ServerError(f"{what} failed: GET {self.base_url}{path}: {err}") from err
+            raise ServerError(
+                f"{what} failed: GET {self.base_url}{path} failed: {err}; is the server running and the URL right?"
+            ) from err
         if status != 200:
-            raise ServerError(f"{what} failed ({status}): {error_text(body)}")
+            raise ServerError(f"{what} failed: GET {self.base_url}{path}: HTTP {status} {error_text(body)}")
         return json.loads(body)
 
     def _ok(self, path: str) -> bool:

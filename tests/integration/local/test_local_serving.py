@@ -88,7 +88,9 @@ def test_http_inference_adds(server: LocalLauncher) -> None:
 def test_grpc_inference_echoes_and_adds(server: LocalLauncher) -> None:
     import tritonclient.grpc as grpcclient
 
-    client = grpcclient.InferenceServerClient(server.urls.need("grpc"))
+    from pytest_triton.client.triton import grpc_client
+
+    client = grpc_client(server.urls.need("grpc"))
     try:
         data = np.array([[1, 2, 3], [4, 5, -6]], dtype=np.int64)
         echo_in = grpcclient.InferInput("INPUT", [2, 3], "INT64")
