@@ -116,8 +116,8 @@ class Deployment:
 
     def package(self) -> Path:
         """Package, lint and check the archive as the serve script would; nothing is created in AWS."""
-        from pytest_triton.lint.rules.deployment import sidecar_env
         from pytest_triton.repository.sagemaker import package_model_tar
+        from pytest_triton.repository.sagemaker import sidecar_env
 
         if self.archive is not None:
             return self.archive
@@ -127,7 +127,7 @@ class Deployment:
         env = dict(self.options.env)
         sidecar = root / ".env"
         if sidecar.is_file():
-            from pytest_triton.lint.rules.deployment import read_env_file
+            from pytest_triton.repository.sagemaker import read_env_file
 
             env = {**read_env_file(sidecar), **env}
         layout = RepositoryLayout.of(root)

@@ -11,12 +11,8 @@ from pathlib import Path
 from pytest_triton.client.transports import InputSpec
 from pytest_triton.config import CONFIG_FILENAME
 from pytest_triton.config.model import read_config
+from pytest_triton.dtypes import BY_CONFIG
 from pytest_triton.errors import ConfigError
-
-
-def _kserve_datatype(data_type: str) -> str:
-    name = data_type.removeprefix("TYPE_")
-    return "BYTES" if name == "STRING" else name
 
 
 def model_input_specs(repository: Path, model: str) -> list[InputSpec]:
@@ -30,7 +26,7 @@ def model_input_specs(repository: Path, model: str) -> list[InputSpec]:
     return [
         InputSpec(
             tensor.name,
-            _kserve_datatype(type_names.values_by_number[tensor.data_type].name),
+            BY_CONFIG[type_names.values_by_number[tensor.data_type].name].kserve,
             batch + tuple(int(d) for d in tensor.dims),
         )
         for tensor in config.input

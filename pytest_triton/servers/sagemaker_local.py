@@ -38,8 +38,8 @@ from pytest_triton.errors import ModelLoadError
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
 from pytest_triton.hardware import gpu_visible
-from pytest_triton.lint.rules.deployment import read_env_file
-from pytest_triton.lint.rules.deployment import sidecar_env
+from pytest_triton.repository.sagemaker import read_env_file
+from pytest_triton.repository.sagemaker import sidecar_env
 from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.base import LOCALHOST
 from pytest_triton.servers.base import InferenceEndpoint
