@@ -134,13 +134,14 @@ class FakeHosting:
             )
             launcher.start()
             hosted.launcher = launcher
+            self._ship_logs(hosted.name, launcher)  # the log is in CloudWatch before the status changes
             endpoint.endpoint_status = "InService"
         except Exception as exc:
             hosted.failure = f"{type(exc).__name__}: {exc}"
+            self._ship_logs(hosted.name, launcher)
             endpoint.endpoint_status = "Failed"
             endpoint.failure_reason = PING_FAILED
         finally:
-            self._ship_logs(hosted.name, launcher)
             if hosted.launcher is None and launcher is not None:
                 launcher.stop()
             hosted.done.set()
