@@ -30,6 +30,13 @@ from pytest_triton.session_state import session_state
 _SETTINGS = {
     "tritonserver": "tritonserver",
     "triton_url": "url",
+    # --cloud (the sagemaker launcher)
+    "endpoint": "endpoint",
+    "s3_uri": "s3_uri",
+    "instance_type": "instance_type",
+    "triton_version": "triton_version",
+    "image": "image",
+    "sagemaker_role": "sagemaker_role",
 }
 
 
