@@ -77,6 +77,7 @@ class FakeHosting:
         self.workdir = workdir
         self.hosted: dict[str, Hosted] = {}
         self.startup_timeout = 60.0
+        self.delay = 0.0  # seconds an endpoint stays Creating before its container starts
         self._lock = threading.Lock()
         self._instance_types = _api_instance_types()
 
@@ -117,6 +118,11 @@ class FakeHosting:
     def _start(self, endpoint: Any, hosted: Hosted) -> None:
         launcher: SageMakerLocalLauncher | None = None
         try:
+            deadline = time.monotonic() + self.delay
+            while time.monotonic() < deadline and hosted.name in self.hosted:
+                time.sleep(0.1)
+            if hosted.name not in self.hosted:
+                return  # deleted while Creating
             sagemaker, s3 = self._client("sagemaker"), self._client("s3")
             config = sagemaker.describe_endpoint_config(EndpointConfigName=endpoint.endpoint_config_name)
             model = sagemaker.describe_model(ModelName=config["ProductionVariants"][0]["ModelName"])

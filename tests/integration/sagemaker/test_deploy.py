@@ -27,6 +27,8 @@ from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.registry import launcher_class
 from pytest_triton.servers.sagemaker import SageMakerLauncher
 
+from .aws_state import NOTHING
+from .aws_state import left_in_aws
 from .conftest import OfflineAws
 from .front_door import PING_FAILED
 from .repos import FAILING_INIT
@@ -43,24 +45,6 @@ FAST = {"poll_interval": 0.2, "deploy_timeout": 90.0}
 def _launcher(repo: Path | None, lines: list[str], **settings: Any) -> SageMakerLauncher:
     options = ServeOptions(settings={**FAST, **settings}, progress=lines.append)
     return SageMakerLauncher.from_options(repo, options)
-
-
-def _left_in_aws() -> dict[str, list[str]]:
-    sagemaker, s3 = boto3.client("sagemaker"), boto3.client("s3")
-    objects = [
-        f"{bucket['Name']}/{item['Key']}"
-        for bucket in s3.list_buckets()["Buckets"]
-        for item in s3.list_objects_v2(Bucket=bucket["Name"]).get("Contents", [])
-    ]
-    return {
-        "endpoints": [e["EndpointName"] for e in sagemaker.list_endpoints()["Endpoints"]],
-        "configs": [c["EndpointConfigName"] for c in sagemaker.list_endpoint_configs()["EndpointConfigs"]],
-        "models": [m["ModelName"] for m in sagemaker.list_models()["Models"]],
-        "objects": objects,
-    }
-
-
-NOTHING: dict[str, list[str]] = {"endpoints": [], "configs": [], "models": [], "objects": []}
 
 
 def test_registry_names_both_sagemaker_launchers() -> None:
@@ -103,7 +87,7 @@ def test_deploy_with_the_defaults_invoke_and_remove_everything(offline_aws: Offl
         assert "successfully loaded" in launcher.log_tail(500)  # the container's log, read from CloudWatch
     assert any(": Creating (" in line for line in lines), lines
     assert any(": InService (" in line for line in lines), lines
-    assert _left_in_aws() == {**NOTHING, "objects": []}
+    assert left_in_aws() == {**NOTHING, "objects": []}
 
 
 def test_failed_endpoint_reports_reason_and_log_tail_and_leaves_nothing(
@@ -116,7 +100,7 @@ def test_failed_endpoint_reports_reason_and_log_tail_and_leaves_nothing(
     assert error.failure_reason == PING_FAILED
     assert "weights not found" in error.log_tail  # the container's own words, from CloudWatch
     assert "FailureReason: The primary container" in str(error)
-    assert _left_in_aws() == NOTHING
+    assert left_in_aws() == NOTHING
     launcher.stop()  # nothing left to do
 
 
@@ -150,7 +134,7 @@ def test_reused_endpoint_sees_no_mutating_call(offline_aws: OfflineAws, tmp_path
     deployment = Deployment(clients, repo, options, tmp_path / "deploy", progress=None)
     (tmp_path / "deploy").mkdir()
     name = deployment.deploy()
-    before = _left_in_aws()
+    before = left_in_aws()
     try:
         reuse = _launcher(None, [], endpoint=name)
         seen: list[str] = []
@@ -165,10 +149,10 @@ def test_reused_endpoint_sees_no_mutating_call(offline_aws: OfflineAws, tmp_path
         assert "DescribeEndpoint" in seen
         assert "InvokeEndpoint" in seen
         assert mutating(seen) == []
-        assert _left_in_aws() == before
+        assert left_in_aws() == before
     finally:
         deployment.teardown()
-    assert _left_in_aws() == NOTHING
+    assert left_in_aws() == NOTHING
 
 
 def test_reuse_requires_an_endpoint_in_service(offline_aws: OfflineAws, tmp_path: Path) -> None:
@@ -190,7 +174,7 @@ def test_reuse_requires_an_endpoint_in_service(offline_aws: OfflineAws, tmp_path
         assert info.value.failure_reason == PING_FAILED
     finally:
         deployment.teardown()
-    assert _left_in_aws() == NOTHING
+    assert left_in_aws() == NOTHING
 
 
 def test_failed_deletion_prints_the_commands_to_finish(
@@ -207,7 +191,7 @@ def test_failed_deletion_prints_the_commands_to_finish(
         launcher.stop()
     assert info.value.left == (f"aws sagemaker delete-model --model-name {model} --region us-east-1",)
     assert "AccessDenied" in str(info.value)
-    assert _left_in_aws() == {**NOTHING, "models": [model]}  # everything else went
+    assert left_in_aws() == {**NOTHING, "models": [model]}  # everything else went
     boto3.client("sagemaker").delete_model(ModelName=model)
 
 
@@ -232,7 +216,7 @@ def test_second_interrupt_during_teardown_still_lists_what_is_left(
     assert "delete-endpoint " not in err  # that one went before the interrupt
     launcher.clients.sagemaker.meta.events.unregister("before-call.sagemaker.DeleteEndpointConfig", interrupt)
     launcher.stop()
-    assert _left_in_aws() == NOTHING
+    assert left_in_aws() == NOTHING
 
 
 def test_s3_object_of_another_run_is_left_alone(offline_aws: OfflineAws, tmp_path: Path) -> None:
@@ -242,7 +226,7 @@ def test_s3_object_of_another_run_is_left_alone(offline_aws: OfflineAws, tmp_pat
     s3 = boto3.client("s3")
     s3.put_object_tagging(Bucket=bucket, Key=key, Tagging={"TagSet": [{"Key": RUN_TAG, "Value": "someone-else"}]})
     launcher.stop()
-    assert _left_in_aws() == {**NOTHING, "objects": [f"{bucket}/{key}"]}
+    assert left_in_aws() == {**NOTHING, "objects": [f"{bucket}/{key}"]}
     assert launcher.deployment.ledger is not None
     assert "not this run's; left alone" in launcher.deployment.ledger.kept[0]
 
@@ -259,7 +243,7 @@ def test_bad_options_stop_before_anything_is_created(
 ) -> None:
     with pytest.raises(ConfigError, match=match):
         _launcher(add_repository(tmp_path / "repo"), [], **settings).start()
-    assert _left_in_aws() == NOTHING
+    assert left_in_aws() == NOTHING
 
 
 def test_lint_errors_stop_the_deployment(offline_aws: OfflineAws, tmp_path: Path) -> None:
@@ -269,7 +253,7 @@ def test_lint_errors_stop_the_deployment(offline_aws: OfflineAws, tmp_path: Path
     with pytest.raises(LintFailed, match="nothing was deployed") as info:
         _launcher(repo, []).start()
     assert info.value.findings
-    assert _left_in_aws() == NOTHING
+    assert left_in_aws() == NOTHING
 
 
 def test_several_models_without_a_default_stop_before_upload(offline_aws: OfflineAws, tmp_path: Path) -> None:
@@ -277,4 +261,4 @@ def test_several_models_without_a_default_stop_before_upload(offline_aws: Offlin
     add_repository(repo, name="python_add_too")
     with pytest.raises(ConfigError, match="More than 1 model directory found"):
         _launcher(repo, []).start()
-    assert _left_in_aws() == NOTHING
+    assert left_in_aws() == NOTHING
