@@ -48,8 +48,14 @@ class AwsClients:
         if service not in self._made:
             from botocore.config import Config
 
-            # adaptive retries ride out throttling; the flow polls with its own interval
-            config = Config(retries={"max_attempts": 8, "mode": "adaptive"}, user_agent_extra="pytest-triton")
+            # adaptive retries ride out throttling; the flow polls with its own interval. InvokeEndpoint is
+            # never retried (a retry would hide a slow first call) and waits past SageMaker's own 60 s limit,
+            # so that SageMaker's answer (ModelError: timed out) arrives instead of a client-side timeout
+            if service == "sagemaker-runtime":
+                config = Config(retries={"max_attempts": 1, "mode": "standard"}, read_timeout=70)
+            else:
+                config = Config(retries={"max_attempts": 8, "mode": "adaptive"})
+            config = config.merge(Config(user_agent_extra="pytest-triton"))
             self._made[service] = self.session.client(service, config=config)
         return self._made[service]
 

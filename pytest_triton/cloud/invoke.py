@@ -8,6 +8,7 @@ with the container's status and message and the log stream to read.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
@@ -20,6 +21,13 @@ from pytest_triton.client.transports import InputSpec
 from pytest_triton.client.transports import validate_inputs
 from pytest_triton.errors import EndpointModelError
 from pytest_triton.errors import InferenceError
+
+INVOCATION_LIMIT_S = 60.0  # a real-time endpoint answers within 60 s or the call fails
+_TIMEOUT_HINT = (
+    "SageMaker gives a real-time invocation 60 s; a first call that builds TensorRT engines (or loads a large "
+    "model lazily) can take longer: warm every batch shape before the endpoint is measured, or build the engines "
+    "at load (model warmup in config.pbtxt) within ContainerStartupHealthCheckTimeoutInSeconds"
+)
 
 
 def max_request_bytes(runtime: Any) -> int:
@@ -40,6 +48,17 @@ class InvokeEndpointTransport:
         self.specs = list(specs)
         self.binary = binary
         self.limit = max_request_bytes(runtime)
+        self.invocation_limit_s = INVOCATION_LIMIT_S
+        self.first_calls: dict[tuple[tuple[str, tuple[int, ...]], ...], float] = {}  # input shapes -> seconds
+
+    def slow_first_calls(self) -> list[str]:
+        """One line per input shape whose first call took longer than SageMaker's invocation limit."""
+        return [
+            f"endpoint {self.endpoint!r}: first call with shapes {dict(shapes)} took {seconds:.1f} s, over "
+            f"SageMaker's {self.invocation_limit_s:.0f} s invocation limit; warm it before measuring"
+            for shapes, seconds in self.first_calls.items()
+            if seconds > self.invocation_limit_s
+        ]
 
     def input_specs(self, model: str) -> list[InputSpec]:
         return self.specs
@@ -58,6 +77,8 @@ class InvokeEndpointTransport:
                 f"{self.limit} bytes: send fewer or smaller tensors per request (a smaller batch)",
                 request=body,
             )
+        shapes = tuple(sorted((name, tuple(array.shape)) for name, array in inputs.items()))
+        started = time.monotonic()
         try:
             reply = self.runtime.invoke_endpoint(
                 EndpointName=self.endpoint, Body=body, ContentType=content_type, Accept=content_type
@@ -65,8 +86,10 @@ class InvokeEndpointTransport:
         except self.runtime.exceptions.ModelError as exc:
             error = exc.response.get("Error", {})
             status = exc.response.get("OriginalStatusCode", error.get("OriginalStatusCode"))
+            message = str(error.get("Message", exc))
+            hint = f"\nhint: {_TIMEOUT_HINT}" if "timed out" in message else ""
             raise EndpointModelError(
-                f"endpoint {self.endpoint!r} (model {model!r}): {error.get('Message', exc)}",
+                f"endpoint {self.endpoint!r} (model {model!r}): {message}{hint}",
                 original_status=int(status) if status is not None else None,
                 original_message=str(exc.response.get("OriginalMessage", error.get("OriginalMessage", ""))),
                 log_stream_arn=str(exc.response.get("LogStreamArn", error.get("LogStreamArn", ""))),
@@ -80,4 +103,6 @@ class InvokeEndpointTransport:
                 request=body,
                 response=exc.response,
             ) from None
-        return decode_invocation(reply["Body"].read(), str(reply.get("ContentType", "")))
+        outputs_read = decode_invocation(reply["Body"].read(), str(reply.get("ContentType", "")))
+        self.first_calls.setdefault(shapes, time.monotonic() - started)
+        return outputs_read

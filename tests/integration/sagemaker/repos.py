@@ -46,3 +46,22 @@ def add_repository(dest: Path, *, model_py: str | None = None, name: str = "pyth
     if model_py is not None:
         (dest / name / "1" / "model.py").write_text(model_py)
     return dest
+
+
+# every request takes a second: longer than the front door's invocation limit in the timeout test
+SLOW_ADD = """
+import time
+
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        time.sleep(1.0)
+        responses = []
+        for request in requests:
+            a = pb_utils.get_input_tensor_by_name(request, "A").as_numpy()
+            b = pb_utils.get_input_tensor_by_name(request, "B").as_numpy()
+            responses.append(pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("SUM", a + b)]))
+        return responses
+"""

@@ -33,6 +33,7 @@ from .conftest import OfflineAws
 from .front_door import PING_FAILED
 from .repos import FAILING_INIT
 from .repos import REFUSES_NEGATIVE
+from .repos import SLOW_ADD
 from .repos import add_repository
 
 pytestmark = pytest.mark.xdist_group("embedded-triton")
@@ -262,3 +263,29 @@ def test_several_models_without_a_default_stop_before_upload(offline_aws: Offlin
     with pytest.raises(ConfigError, match="More than 1 model directory found"):
         _launcher(repo, []).start()
     assert left_in_aws() == NOTHING
+
+
+def test_cpu_instance_gets_the_cpu_image_and_no_gpu_ami(offline_aws: OfflineAws, tmp_path: Path) -> None:
+    with _launcher(add_repository(tmp_path / "repo"), [], instance_type="ml.c5.xlarge") as launcher:
+        sagemaker = boto3.client("sagemaker")
+        config = sagemaker.describe_endpoint(EndpointName=launcher.endpoint_name)["EndpointConfigName"]
+        variant = sagemaker.describe_endpoint_config(EndpointConfigName=config)["ProductionVariants"][0]
+        assert "InferenceAmiVersion" not in variant
+        image = sagemaker.describe_model(ModelName=variant["ModelName"])["PrimaryContainer"]["Image"]
+        assert image.endswith("sagemaker-tritonserver:26.05-py3-cpu")
+        assert not launcher.has_gpu
+
+
+def test_invocation_timeout_says_why_and_slow_first_calls_are_named(offline_aws: OfflineAws, tmp_path: Path) -> None:
+    with _launcher(add_repository(tmp_path / "repo", model_py=SLOW_ADD), []) as launcher:
+        transport = launcher.transport()
+        transport.invocation_limit_s = 0.5  # stands in for SageMaker's 60 s
+        np.testing.assert_array_equal(transport.infer("python_add", {"A": A, "B": B}, ["SUM"])["SUM"], A + B)
+        transport.infer("python_add", {"A": A[:1], "B": B[:1]}, ["SUM"])
+        slow = transport.slow_first_calls()
+        assert len(slow) == 2  # one per batch shape, each over the limit
+        assert "first call with shapes {'A': (2, 4), 'B': (2, 4)} took" in slow[0]
+        offline_aws.front_door.invocation_timeout = 0.5
+        with pytest.raises(EndpointModelError, match="timed out while waiting for a response") as info:
+            transport.infer("python_add", {"A": A, "B": B}, ["SUM"])
+        assert "warm every batch shape" in str(info.value)
