@@ -20,8 +20,8 @@ from typing import Any
 
 from pytest_triton.cloud.aws import AwsClients
 from pytest_triton.cloud.images import DEFAULT_TRITON_VERSION
-from pytest_triton.cloud.images import instance_has_gpu
 from pytest_triton.cloud.images import triton_image_uri
+from pytest_triton.cloud.instances import instance_has_gpu
 from pytest_triton.cloud.resources import RUN_TAG
 from pytest_triton.cloud.resources import Ledger
 from pytest_triton.cloud.resources import new_run_id

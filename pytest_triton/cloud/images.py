@@ -104,9 +104,3 @@ def triton_image_uri(region: str, version: str = DEFAULT_TRITON_VERSION, *, gpu:
         )
     tag = f"{version}-py3" + ("" if gpu else "-cpu")
     return f"{registry.account}.dkr.ecr.{region}.{ecr_domain(region)}/{REPOSITORY}:{tag}"
-
-
-def instance_has_gpu(instance_type: str) -> bool:
-    """Whether a SageMaker instance type has NVIDIA GPUs: families ml.g* and ml.p* (not c, m, r, t, inf, trn)."""
-    family = instance_type.removeprefix("ml.").split(".")[0]
-    return family[:1] in ("g", "p")

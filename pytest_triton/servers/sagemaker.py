@@ -152,10 +152,21 @@ class SageMakerLauncher:
 
     @property
     def has_gpu(self) -> bool:
-        from pytest_triton.cloud.images import instance_has_gpu
+        from pytest_triton.cloud.instances import instance_has_gpu
 
-        instance = self.existing.instance_type if self.existing is not None else self.deploy.instance_type
-        return instance_has_gpu(instance)
+        return instance_has_gpu(self.instance_type)
+
+    @property
+    def instance_type(self) -> str:
+        """The endpoint's instance type (the reused endpoint's, or the one deployed to)."""
+        return self.existing.instance_type if self.existing is not None else self.deploy.instance_type
+
+    @property
+    def budget_key(self) -> str | None:
+        """The latency-budget hardware key of the endpoint's GPU (``nvidia-a10g`` for ml.g5.*), None if unknown."""
+        from pytest_triton.cloud.instances import budget_key
+
+        return budget_key(self.instance_type)
 
     @property
     def urls(self) -> ServerUrls:

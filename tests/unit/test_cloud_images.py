@@ -5,7 +5,6 @@ import pytest
 from pytest_triton.cloud.images import DEFAULT_TRITON_VERSION
 from pytest_triton.cloud.images import REGISTRIES
 from pytest_triton.cloud.images import VERSIONS
-from pytest_triton.cloud.images import instance_has_gpu
 from pytest_triton.cloud.images import triton_image_uri
 from pytest_triton.errors import ConfigError
 
@@ -104,19 +103,3 @@ def test_default_version_is_published_outside_china_only() -> None:
     assert VERSIONS[-1] == DEFAULT_TRITON_VERSION
     missing = sorted(r for r, reg in REGISTRIES.items() if DEFAULT_TRITON_VERSION not in reg.versions)
     assert missing == ["cn-north-1", "cn-northwest-1"]
-
-
-@pytest.mark.parametrize(
-    ("instance_type", "gpu"),
-    [
-        ("ml.g5.xlarge", True),
-        ("ml.p4d.24xlarge", True),
-        ("ml.g4dn.xlarge", True),
-        ("ml.c5.xlarge", False),
-        ("ml.m5.large", False),
-        ("ml.inf2.xlarge", False),
-        ("ml.trn1.2xlarge", False),
-    ],
-)
-def test_instance_has_gpu(instance_type: str, gpu: bool) -> None:
-    assert instance_has_gpu(instance_type) is gpu
