@@ -279,14 +279,16 @@ class Deployment:
             original.add_note(str(exc))
 
 
-def endpoint_log_tail(logs: Any, endpoint: str, *, events: int = LOG_TAIL_EVENTS) -> str:
-    """The last ``events`` lines of ``/aws/sagemaker/Endpoints/NAME``, or a line saying why there are none."""
+def endpoint_log_tail(logs: Any, endpoint: str, *, events: int = LOG_TAIL_EVENTS, since_s: float = 3600.0) -> str:
+    """The last ``events`` lines of ``/aws/sagemaker/Endpoints/NAME`` written in the last ``since_s`` seconds
+    (a reused endpoint's group holds months), or a line saying why there are none."""
     from botocore.exceptions import ClientError
 
     group = f"/aws/sagemaker/Endpoints/{endpoint}"
+    start_ms = int((time.time() - since_s) * 1000)
     lines: list[str] = []
     try:
-        for page in logs.get_paginator("filter_log_events").paginate(logGroupName=group):
+        for page in logs.get_paginator("filter_log_events").paginate(logGroupName=group, startTime=start_ms):
             lines += [f"[{e.get('logStreamName', '')}] {e['message'].rstrip()}" for e in page.get("events", [])]
             lines = lines[-events:]
     except ClientError as exc:
@@ -294,4 +296,4 @@ def endpoint_log_tail(logs: Any, endpoint: str, *, events: int = LOG_TAIL_EVENTS
         if code == "ResourceNotFoundException":
             return f"(no CloudWatch log group {group}: the container wrote nothing, or never started)"
         return f"(could not read CloudWatch log group {group}: {code})"
-    return "\n".join(lines) if lines else f"(CloudWatch log group {group} is empty)"
+    return "\n".join(lines) if lines else f"(nothing in CloudWatch log group {group} in the last {since_s:.0f} s)"

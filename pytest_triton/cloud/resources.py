@@ -128,7 +128,7 @@ class Ledger:
         try:
             for resource in self.left:
                 try:
-                    self._delete(resource, sagemaker, s3, endpoint_gone_timeout, poll_interval)
+                    self._delete(resource, sagemaker, s3, endpoint_gone_timeout, poll_interval, progress)
                 except Exception as exc:  # keep deleting the others; report this one
                     if _not_found(exc):
                         self.deleted.append(resource)
@@ -149,10 +149,18 @@ class Ledger:
                 left=self.commands(),
             )
 
-    def _delete(self, resource: Resource, sagemaker: Any, s3: Any, gone_timeout: float, interval: float) -> None:
+    def _delete(
+        self,
+        resource: Resource,
+        sagemaker: Any,
+        s3: Any,
+        gone_timeout: float,
+        interval: float,
+        progress: Callable[[str], None] | None,
+    ) -> None:
         if resource.kind == "endpoint":
             sagemaker.delete_endpoint(EndpointName=resource.name)
-            _wait_endpoint_gone(sagemaker, resource.name, gone_timeout, interval)
+            _wait_endpoint_gone(sagemaker, resource.name, gone_timeout, interval, progress)
         elif resource.kind == "endpoint-config":
             sagemaker.delete_endpoint_config(EndpointConfigName=resource.name)
         elif resource.kind == "model":
@@ -167,9 +175,12 @@ class Ledger:
             s3.delete_object(Bucket=bucket, Key=key)
 
 
-def _wait_endpoint_gone(sagemaker: Any, name: str, timeout: float, interval: float) -> None:
-    """An endpoint config can only go once no endpoint uses it: wait until DescribeEndpoint says not found."""
-    deadline = time.monotonic() + timeout
+def _wait_endpoint_gone(
+    sagemaker: Any, name: str, timeout: float, interval: float, progress: Callable[[str], None] | None
+) -> None:
+    """Its config and model go once the endpoint is gone: wait until DescribeEndpoint says not found."""
+    start = time.monotonic()
+    deadline = start + timeout
     while time.monotonic() < deadline:
         try:
             status = sagemaker.describe_endpoint(EndpointName=name)["EndpointStatus"]
@@ -179,5 +190,7 @@ def _wait_endpoint_gone(sagemaker: Any, name: str, timeout: float, interval: flo
             raise
         if status != "Deleting":
             return
+        if progress is not None:
+            progress(f"endpoint {name}: Deleting ({time.monotonic() - start:.0f} s)")
         time.sleep(interval)
     raise DeploymentError(f"endpoint {name!r} still Deleting after {timeout:.0f} s")
