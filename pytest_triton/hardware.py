@@ -11,12 +11,16 @@ import subprocess
 from pytest_triton.errors import PytestTritonError
 
 
-@functools.cache
 def gpu_names() -> tuple[str, ...]:
     """Names of the visible NVIDIA GPUs: what ``nvidia-smi`` lists, none when CUDA_VISIBLE_DEVICES hides them
     all ("" or "-1") or there is no driver."""
     if os.environ.get("CUDA_VISIBLE_DEVICES", "x").strip() in {"", "-1"}:
         return ()
+    return _listed_gpus()
+
+
+@functools.cache
+def _listed_gpus() -> tuple[str, ...]:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return ()

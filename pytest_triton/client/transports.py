@@ -133,8 +133,6 @@ class TritonGrpcTransport:
     def __init__(self, url: str, *, timeout: float = 60.0) -> None:
         import tritonclient.grpc as grpcclient
 
-        from pytest_triton.client.triton import grpc_client
-
         self._module = grpcclient
         self.client: Any = grpc_client(url)
         self.timeout = timeout
@@ -216,3 +214,25 @@ def transport_for(urls: ServerUrls, protocol: InferenceEndpoint = "http") -> Tra
     if protocol == "sagemaker":
         return SageMakerTransport(urls.need("sagemaker"))
     raise InferenceError(f"protocol={protocol!r} is not one of 'http', 'grpc', 'sagemaker'")
+
+
+def grpc_client(url: str) -> Any:
+    """A ``tritonclient.grpc.InferenceServerClient`` for ``url`` that never goes through a proxy.
+
+    gRPC honours ``http_proxy``/``grpc_proxy`` by default; tritonclient's own channel options are kept.
+    """
+    import tritonclient.grpc as grpcclient
+    from tritonclient.grpc import MAX_GRPC_MESSAGE_SIZE
+    from tritonclient.grpc import KeepAliveOptions
+
+    keepalive = KeepAliveOptions()
+    options = [
+        ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_SIZE),
+        ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_SIZE),
+        ("grpc.keepalive_time_ms", keepalive.keepalive_time_ms),
+        ("grpc.keepalive_timeout_ms", keepalive.keepalive_timeout_ms),
+        ("grpc.keepalive_permit_without_calls", keepalive.keepalive_permit_without_calls),
+        ("grpc.http2.max_pings_without_data", keepalive.http2_max_pings_without_data),
+        ("grpc.enable_http_proxy", 0),
+    ]
+    return grpcclient.InferenceServerClient(url, channel_args=options)

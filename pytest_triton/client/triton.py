@@ -54,34 +54,14 @@ class TritonClients:
     def grpc(self) -> Any:
         """``tritonclient.grpc.InferenceServerClient`` for the server's gRPC endpoint."""
         if self._grpc is None:
+            from pytest_triton.client.transports import grpc_client
+
             self._grpc = grpc_client(self.server.urls.need("grpc"))
         return self._grpc
 
     def transport(self, protocol: InferenceEndpoint = "http") -> Transport:
         """The package's own inference transport to the same server (numpy in, numpy out)."""
         return self.server.transport(protocol)
-
-
-def grpc_client(url: str) -> Any:
-    """A ``tritonclient.grpc.InferenceServerClient`` for ``url`` that never goes through a proxy.
-
-    gRPC honours ``http_proxy``/``grpc_proxy`` by default; tritonclient's own channel options are kept.
-    """
-    grpcclient = _import("tritonclient.grpc")
-    from tritonclient.grpc import MAX_GRPC_MESSAGE_SIZE
-    from tritonclient.grpc import KeepAliveOptions
-
-    keepalive = KeepAliveOptions()
-    options = [
-        ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_SIZE),
-        ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_SIZE),
-        ("grpc.keepalive_time_ms", keepalive.keepalive_time_ms),
-        ("grpc.keepalive_timeout_ms", keepalive.keepalive_timeout_ms),
-        ("grpc.keepalive_permit_without_calls", keepalive.keepalive_permit_without_calls),
-        ("grpc.http2.max_pings_without_data", keepalive.http2_max_pings_without_data),
-        ("grpc.enable_http_proxy", 0),
-    ]
-    return grpcclient.InferenceServerClient(url, channel_args=options)
 
 
 def _import(module: str) -> Any:

@@ -93,7 +93,8 @@ class ServerUrls:
 class Prepared:
     """A repository made ready for one server, and what was changed to get there.
 
-    ``folder`` is what gets served, on this machine (a staged copy; the launcher owns it); ``location`` is
+    ``folder`` is what gets served, on this machine (a staged copy; the launcher owns it and removes it at
+    stop: a test may write more model folders there and load them through ``launcher.control``); ``location`` is
     where the server sees it ("/models" in a container, "s3://..." for an endpoint; "" when it is ``folder``).
     ``models`` are the model folders to load; ``adapted`` the ONNX models served by the adapter, with how;
     ``notes`` anything else a reader of the report should know.

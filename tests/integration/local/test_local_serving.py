@@ -88,7 +88,7 @@ def test_http_inference_adds(server: LocalLauncher) -> None:
 def test_grpc_inference_echoes_and_adds(server: LocalLauncher) -> None:
     import tritonclient.grpc as grpcclient
 
-    from pytest_triton.client.triton import grpc_client
+    from pytest_triton.client.transports import grpc_client
 
     client = grpc_client(server.urls.need("grpc"))
     try:
