@@ -289,3 +289,21 @@ def test_invocation_timeout_says_why_and_slow_first_calls_are_named(offline_aws:
         with pytest.raises(EndpointModelError, match="timed out while waiting for a response") as info:
             transport.infer("python_add", {"A": A, "B": B}, ["SUM"])
         assert "warm every batch shape" in str(info.value)
+
+
+def test_s3_uri_and_image_are_used_as_given(offline_aws: OfflineAws, tmp_path: Path) -> None:
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket="team-models")
+    image = "111122223333.dkr.ecr.us-east-1.amazonaws.com/our-triton:26.05-custom"
+    settings = {"s3_uri": "s3://team-models/nli/", "image": image}
+    with _launcher(add_repository(tmp_path / "repo"), [], **settings) as launcher:
+        assert launcher.deployment is not None
+        url = launcher.deployment.model_data_url
+        assert url == f"s3://team-models/nli/pytest-triton/{launcher.deployment.run_id}/model.tar.gz"
+        model = boto3.client("sagemaker").list_models()["Models"][0]["ModelName"]
+        container = boto3.client("sagemaker").describe_model(ModelName=model)["PrimaryContainer"]
+        assert container["Image"] == image
+        assert launcher.prepared is not None
+        assert launcher.prepared.location == url
+    assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == ["team-models"]  # the user's bucket stays
+    assert left_in_aws() == NOTHING
