@@ -270,7 +270,12 @@ class Deployment:
         if self.ledger is None or not self.ledger.left:
             return
         self._say(f"removing what run {self.run_id} created: {', '.join(r.name for r in self.ledger.left)}")
-        self.ledger.teardown(self.clients.sagemaker, self.clients.s3, progress=self.progress)
+        self.ledger.teardown(
+            self.clients.sagemaker,
+            self.clients.s3,
+            progress=self.progress,
+            poll_interval=min(5.0, self.options.poll_interval),
+        )
 
     def _teardown_after(self, original: BaseException) -> None:
         try:

@@ -78,6 +78,7 @@ class FakeHosting:
         self.hosted: dict[str, Hosted] = {}
         self.startup_timeout = 60.0
         self.delay = 0.0  # seconds an endpoint stays Creating before its container starts
+        self.deleting = 0.0  # seconds an endpoint stays Deleting after DeleteEndpoint (moto: none)
         self._lock = threading.Lock()
         self._instance_types = _api_instance_types()
 
@@ -98,8 +99,19 @@ class FakeHosting:
             return endpoint
 
         def delete_endpoint(backend: Any, endpoint_name: str) -> None:
-            original_delete(backend, endpoint_name)
-            hosting._take_down(endpoint_name)
+            if hosting.deleting <= 0 or endpoint_name not in backend.endpoints:
+                original_delete(backend, endpoint_name)
+                hosting._take_down(endpoint_name)
+                return
+            backend.endpoints[endpoint_name].endpoint_status = "Deleting"
+
+            def finish() -> None:
+                time.sleep(hosting.deleting)
+                with contextlib.suppress(Exception):
+                    original_delete(backend, endpoint_name)
+                hosting._take_down(endpoint_name)
+
+            threading.Thread(target=finish, daemon=True).start()
 
         def validate_instance_type(config: Any, instance_type: str) -> None:
             if instance_type not in hosting._instance_types:

@@ -3,6 +3,7 @@ and removes an endpoint; Ctrl-C (SIGINT) still removes everything; ``--endpoint`
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -66,6 +67,7 @@ def test_holds_the_endpoint(triton_server):
 
 RECORD_OPERATIONS = """
 import atexit
+import contextlib
 import json
 import os
 
@@ -148,6 +150,53 @@ def test_ctrl_c_still_removes_everything(offline_aws: OfflineAws, tmp_path: Path
     out, _ = proc.communicate(timeout=120)
     assert "KeyboardInterrupt" in out, out
     assert left_in_aws() == NOTHING, out
+
+
+def test_second_ctrl_c_during_teardown_reports_everything_left(offline_aws: OfflineAws, tmp_path: Path) -> None:
+    project = _ensemble_project(tmp_path, SLOW)
+    marker = tmp_path / "in-service"
+    offline_aws.hosting.deleting = 30.0  # as on AWS, the endpoint is Deleting for a while
+    proc = _pytest(
+        project, offline_aws, "--cloud", "--triton-repository", "repo", "test_on_endpoint.py", MARKER=str(marker)
+    )
+    sagemaker = boto3.client("sagemaker")
+    _wait_for(marker.exists, 180, proc)
+    proc.send_signal(signal.SIGINT)  # the first: stops the test, teardown starts
+    _wait_for(lambda: any(e["EndpointStatus"] == "Deleting" for e in sagemaker.list_endpoints()["Endpoints"]), 60, proc)
+    proc.send_signal(signal.SIGINT)  # the second: while teardown waits for the endpoint to go
+    out, _ = proc.communicate(timeout=120)
+    assert "teardown of run" in out, out
+    assert "interrupted; still there, delete with:" in out, out
+    left = left_in_aws()
+    assert left["configs"], out  # the interrupt stopped the deletions
+    assert left["models"], out
+    assert left["objects"], out
+    for name in left["configs"] + left["models"]:
+        assert f" {name} --region us-east-1" in out, (name, out)
+    for item in left["objects"]:
+        assert f"aws s3 rm s3://{item} --region us-east-1" in out, (item, out)
+    for name in left["endpoints"]:
+        assert f"aws sagemaker delete-endpoint --endpoint-name {name} --region us-east-1" in out
+    offline_aws.hosting.deleting = 0.0
+    for command in (line.strip() for line in out.splitlines() if line.strip().startswith("aws ")):
+        _run_aws_command(command)
+    _wait_for(lambda: left_in_aws() == NOTHING, 60, proc)
+
+
+def _run_aws_command(command: str) -> None:
+    """Do what a printed aws CLI command would (the CLI itself is not installed here)."""
+    words = command.split()
+    if words[1] == "s3":
+        bucket, key = words[3][5:].split("/", 1)
+        boto3.client("s3").delete_object(Bucket=bucket, Key=key)
+        return
+    operation, option, name = words[2], words[3], words[4]
+    parameter = {"--endpoint-name": "EndpointName", "--endpoint-config-name": "EndpointConfigName"}.get(
+        option, "ModelName"
+    )
+    sagemaker = boto3.client("sagemaker")
+    with contextlib.suppress(sagemaker.exceptions.ClientError):  # gone already (the endpoint, on its own)
+        getattr(sagemaker, operation.replace("-", "_"))(**{parameter: name})
 
 
 def test_endpoint_reuse_changes_nothing(offline_aws: OfflineAws, tmp_path: Path) -> None:
