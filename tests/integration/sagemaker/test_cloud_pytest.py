@@ -125,6 +125,11 @@ def test_cloud_run_deploys_tests_and_removes_the_endpoint(offline_aws: OfflineAw
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == 0, out
     assert "1 passed" in out
+    # progress reaches the terminal although pytest captures the fixture's output
+    assert "pytest-triton: creating endpoint pytest-triton-" in out
+    assert ": Creating (0m" in out
+    assert ": InService (0m" in out
+    assert "pytest-triton: deleted endpoint pytest-triton-" in out
     assert left_in_aws() == NOTHING
     assert offline_aws.front_door.requests  # the test's requests went through InvokeEndpoint
 
