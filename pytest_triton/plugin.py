@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_triton.contract_items import collect_contract_items
+from pytest_triton.contract_items import load_contracts
 from pytest_triton.lint_items import collect_lint_items
 from pytest_triton.lint_items import lint_targets_from_config
 
@@ -30,6 +32,7 @@ MARKERS = {
     "docker": "Test needs a Docker engine and a docker launcher (none ships in this version: skipped)",
     "cloud": "Test needs a SageMaker endpoint; runs only with --cloud (the sagemaker launcher)",
     "triton_lint": "Lint item of a model folder (select them with -m triton_lint)",
+    "triton_contract": "Item of a contracts file (select them with -m triton_contract)",
 }
 
 
@@ -73,8 +76,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="Budget hardware key to use instead of this machine's (e.g. nvidia-a10g)",
     )
+    group.addoption(
+        "--triton-contracts",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="Contracts file (TOML, or a pyproject.toml's [tool.pytest-triton.contracts]) run as items (repeatable)",
+    )
+    group.addoption(
+        "--triton-unstable",
+        choices=("warn", "fail"),
+        default=None,
+        help="What an unstable latency measurement within budget does: warn (default) or fail; over budget fails",
+    )
     _add_cloud_options(parser)
     parser.addini("triton_budgets", "Latency budget file", default="model_repos/budgets.toml")
+    parser.addini("triton_unstable", "Unstable latency measurement within budget: warn or fail", default="warn")
+    parser.addini(
+        "triton_contracts", "Contracts files run as items (like --triton-contracts)", type="paths", default=[]
+    )
     parser.addini(
         "triton_window_ms",
         "Latency measurement window in ms; windows repeat until the last three agree within 10%",
@@ -145,18 +165,22 @@ def pytest_configure(config: pytest.Config) -> None:
             _bench(config)
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from exc
+    load_contracts(config)
 
 
 def _bench(config: pytest.Config) -> TritonBench:
     from pytest_triton.bench.sampling import WindowPolicy
-    from pytest_triton.bench.session import BENCH_KEY
     from pytest_triton.bench.session import TritonBench
     from pytest_triton.errors import ConfigError
+    from pytest_triton.session_state import BENCH_KEY
 
     if BENCH_KEY not in config.stash:
         named = config.getoption("triton_budgets")
         path = named or str(config.rootpath / str(config.getini("triton_budgets")))
-        bench = TritonBench.from_options(path, config.getoption("triton_hardware"), required=named is not None)
+        unstable = config.getoption("triton_unstable") or str(config.getini("triton_unstable"))
+        bench = TritonBench.from_options(
+            path, config.getoption("triton_hardware"), required=named is not None, unstable=unstable
+        )
         window = str(config.getini("triton_window_ms"))
         try:
             window_ms = float(window)
@@ -171,6 +195,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     targets = lint_targets_from_config(config)
     if targets:
         items[:0] = collect_lint_items(session, targets)
+    items.extend(collect_contract_items(session))
     launcher = config.getoption("triton_launcher") or config.getini("triton_launcher") or "local"
     for item in items:
         if item.get_closest_marker("gpu") and not config.getoption("gpu"):
@@ -284,21 +309,30 @@ def _owner(state: SessionState, name: str) -> Iterator[None]:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    from pytest_triton.bench.session import BENCH_KEY
+    from pytest_triton.contract_items import summary_lines as contract_lines
+    from pytest_triton.contract_items import write_contracts_report
     from pytest_triton.serving import summary_lines
+    from pytest_triton.session_state import BENCH_KEY
 
     lines = summary_lines(config)
     if lines:
         terminalreporter.section("triton")
         for line in lines:
             terminalreporter.write_line(line)
+    report = config.getoption("triton_report")
+    lines = contract_lines(config)
+    if lines:
+        terminalreporter.section("triton contracts")
+        for line in lines:
+            terminalreporter.write_line(line)
+        if report:
+            terminalreporter.write_line(f"report written: {write_contracts_report(config, report)}")
     bench = config.stash.get(BENCH_KEY, None)
-    if bench is None or not bench.results:
+    if bench is None or not (bench.results or bench.parity):
         return
     terminalreporter.section("triton latency")
     for line in bench.summary_lines():
         terminalreporter.write_line(line)
-    report = config.getoption("triton_report")
     if report:
-        for path in bench.write_report(report):
+        for path in bench.write_report(report, root=config.rootpath):
             terminalreporter.write_line(f"report written: {path}")

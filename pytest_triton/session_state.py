@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_triton.bench.session import TritonBench
     from pytest_triton.servers.base import TritonLauncher
 
 
@@ -34,3 +35,6 @@ def session_state(config: pytest.Config) -> SessionState:
     if STATE_KEY not in config.stash:
         config.stash[STATE_KEY] = SessionState()
     return config.stash[STATE_KEY]
+
+
+BENCH_KEY = pytest.StashKey["TritonBench"]()  # the session's latency bench (made when first asked for)

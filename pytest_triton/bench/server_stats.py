@@ -38,6 +38,7 @@ __all__ = [
     "StatsWindow",
     "composing_models",
     "fetch_metrics",
+    "fetch_server_version",
     "fetch_statistics",
     "metrics_delta",
     "parse_metrics",
@@ -173,6 +174,16 @@ def fetch_statistics(
 ) -> StatsSnapshot:
     """Snapshot the statistics of ``model`` (every model when None) from a server's HTTP URL."""
     return parse_statistics(TritonRest(http_url, timeout=timeout).statistics(model or "", version))
+
+
+def fetch_server_version(http_url: str, *, timeout: float = 10.0) -> str:
+    """The server's ``name version`` from its metadata (``GET /v2``), e.g. ``triton 2.51.0``."""
+    rest = TritonRest(http_url, timeout=timeout)
+    try:
+        data = rest.get_json("/v2", "reading the server metadata")
+    finally:
+        rest.close()
+    return f"{data.get('name', 'server')} {data.get('version', '?')}"
 
 
 def composing_models(http_url: str, model: str, *, timeout: float = 10.0) -> list[str]:
