@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 MARKERS = {
     "gpu": "Test needs a GPU; runs only with --gpu",
     "docker": "Test needs a Docker engine and a docker launcher (none ships in this version: skipped)",
-    "cloud": "Test needs AWS SageMaker and a sagemaker launcher (none ships in this version: skipped)",
+    "cloud": "Test needs a SageMaker endpoint; runs only with --cloud (the sagemaker launcher)",
     "triton_lint": "Lint item of a model folder (select them with -m triton_lint)",
     "triton_contract": "Item of a contracts file (select them with -m triton_contract)",
 }
@@ -89,6 +89,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="What an unstable latency measurement within budget does: warn (default) or fail; over budget fails",
     )
+    _add_cloud_options(parser)
     parser.addini("triton_budgets", "Latency budget file", default="model_repos/budgets.toml")
     parser.addini("triton_unstable", "Unstable latency measurement within budget: warn or fail", default="warn")
     parser.addini(
@@ -105,6 +106,37 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("triton_startup_timeout", "Seconds to wait for the server and its models", default="120")
 
 
+def _add_cloud_options(parser: pytest.Parser) -> None:
+    cloud = parser.getgroup("triton-cloud", "SageMaker endpoints (pytest-triton --cloud)")
+    cloud.addoption(
+        "--cloud",
+        action="store_true",
+        default=False,
+        help="Deploy the repository to a SageMaker endpoint for the run and remove it after "
+        "(with --endpoint: test that endpoint, read-only)",
+    )
+    cloud.addoption("--endpoint", metavar="NAME", default=None, help="With --cloud: reuse this InService endpoint")
+    cloud.addoption("--s3-uri", metavar="URI", default=None, help="Where model.tar.gz goes (s3://BUCKET[/PREFIX])")
+    cloud.addoption("--instance-type", metavar="TYPE", default=None, help="Endpoint instance type (ml.g5.xlarge)")
+    cloud.addoption("--triton-version", metavar="X.Y", default=None, help="sagemaker-tritonserver version (26.05)")
+    cloud.addoption("--image", metavar="URI", default=None, help="Container image, instead of the region's table")
+    cloud.addoption("--sagemaker-role", metavar="ARN", default=None, help="Execution role of the endpoint's model")
+
+
+def _check_cloud_options(config: pytest.Config) -> None:
+    cloud_only = [
+        f"--{o.replace('_', '-')}" for o in ("endpoint", "s3_uri", "instance_type", "image") if config.getoption(o)
+    ]
+    if not config.getoption("cloud"):
+        if cloud_only:
+            raise pytest.UsageError(f"{', '.join(cloud_only)} only apply with --cloud; add --cloud")
+        return
+    chosen = config.getoption("triton_launcher")
+    if chosen and chosen != "sagemaker":
+        raise pytest.UsageError(f"--cloud uses the sagemaker launcher; drop --triton-launcher {chosen}")
+    config.option.triton_launcher = "sagemaker"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
@@ -116,6 +148,7 @@ def pytest_configure(config: pytest.Config) -> None:
             require_gpu()
         except PytestTritonError as exc:
             raise pytest.UsageError(str(exc)) from exc
+    _check_cloud_options(config)
     chosen = config.getoption("triton_launcher")
     if chosen:  # an unknown launcher fails before any test runs, listing the known ones
         from pytest_triton.errors import ConfigError
@@ -170,7 +203,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if item.get_closest_marker("docker") and launcher != "docker":
             item.add_marker(pytest.mark.skip(reason="needs the docker launcher, which this version does not ship"))
         if item.get_closest_marker("cloud") and launcher != "sagemaker":
-            item.add_marker(pytest.mark.skip(reason="needs the sagemaker launcher, which this version does not ship"))
+            item.add_marker(pytest.mark.skip(reason="needs a SageMaker endpoint: run with --cloud (AWS credentials)"))
 
 
 @pytest.fixture

@@ -27,6 +27,8 @@ DEFAULT_LAUNCHER = "local"
 _BUILTIN: dict[str, str] = {
     "local": "pytest_triton.servers.local:LocalLauncher",
     "url": "pytest_triton.servers.url:UrlLauncher",
+    "sagemaker": "pytest_triton.servers.sagemaker:SageMakerLauncher",
+    "sagemaker-local": "pytest_triton.servers.sagemaker_local:SageMakerLocalLauncher",
 }
 _registered: dict[str, type[Any]] = {}
 
