@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_triton.lint_items import collect_lint_items
-from pytest_triton.lint_items import lint_targets_from_config
+from pytest_triton.lint_items import pytest_make_collect_report  # noqa: F401  (a hook: lint collectors)
 
 if TYPE_CHECKING:
     from pytest_triton.bench.session import TritonBench
@@ -123,9 +122,6 @@ def _bench(config: pytest.Config) -> TritonBench:
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    targets = lint_targets_from_config(config)
-    if targets:
-        items[:0] = collect_lint_items(session, targets)
     launcher = config.getoption("triton_launcher") or config.getini("triton_launcher")
     for item in items:
         if item.get_closest_marker("gpu") and not config.getoption("gpu"):

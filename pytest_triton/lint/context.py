@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING
 from pytest_triton.config import CONFIG_FILENAME
 from pytest_triton.config import ParsedConfig
 from pytest_triton.lint.finding import Finding
+from pytest_triton.lint.limits import LintLimits
 from pytest_triton.lint.rules import catalog
+from pytest_triton.lint.walk import FolderReader
 
 if TYPE_CHECKING:
     from tritonclient.grpc.model_config_pb2 import ModelConfig
@@ -41,11 +43,22 @@ def is_canonical_version(name: str) -> bool:
 
 @dataclass
 class Reporter:
-    """Collects findings; ``display`` maps real paths to what the user should see."""
+    """Collects findings, each with the model folder it belongs to ('' for the target itself);
+    ``display_root``/``display_prefix`` map real paths to what the user should see."""
 
     findings: list[Finding] = field(default_factory=list)
     display_root: Path | None = None
     display_prefix: str = ""
+    limits: LintLimits = field(default_factory=LintLimits)
+    owners: list[str] = field(default_factory=list)
+    _folders: FolderReader | None = None
+
+    @property
+    def folders(self) -> FolderReader:
+        """The run's folder listings (each folder read once, unreadable ones reported once)."""
+        if self._folders is None:
+            self._folders = FolderReader(self)
+        return self._folders
 
     def show(self, path: Path) -> str:
         if self.display_root is not None:
@@ -56,9 +69,20 @@ class Reporter:
             return f"{self.display_prefix}{rel.as_posix()}" if str(rel) != "." else self.display_prefix.rstrip("/!")
         return str(path)
 
-    def add(self, rule: str, path: Path, message: str, hint: str = "", *, line: int = 0, col: int = 0) -> None:
+    def add(
+        self,
+        rule: str,
+        path: Path,
+        message: str,
+        hint: str = "",
+        *,
+        line: int = 0,
+        col: int = 0,
+        model: Path | None = None,
+    ) -> None:
         info = catalog.RULES[rule]
         self.findings.append(Finding(self.show(path), line, col, rule, info.severity, message, hint))
+        self.owners.append(self.show(model) if model is not None else "")
 
 
 @dataclass
@@ -78,6 +102,10 @@ class ModelContext:
     def config_path(self) -> Path:
         return self.folder / CONFIG_FILENAME
 
+    def subfolders(self, *below: str) -> list[Path]:
+        """Folders in the model folder (or in ``below`` inside it), sorted; none if unreadable."""
+        return self.reporter.folders.subfolders(self.folder.joinpath(*below))
+
     @property
     def config(self) -> ModelConfig:
         assert self.parsed is not None, "rules run only on models whose config parsed"
@@ -85,7 +113,7 @@ class ModelContext:
 
     def versions(self) -> list[int]:
         """Versions Triton reads from the folder names (sorted; see :func:`read_version`)."""
-        found = {read_version(p.name) for p in self.folder.iterdir() if p.is_dir()}
+        found = {read_version(p.name) for p in self.subfolders()}
         return sorted(v for v in found if v is not None and -INT64_MAX - 1 <= v <= INT64_MAX)
 
     def loaded_versions(self) -> list[int]:
@@ -106,11 +134,11 @@ class ModelContext:
     def report(self, rule: str, message: str, hint: str = "", *field_path: str | int) -> None:
         """Report against config.pbtxt at the line of ``field_path`` (or line 1)."""
         line, col = self.parsed.position(*field_path) if self.parsed and field_path else (1, 1)
-        self.reporter.add(rule, self.config_path, message, hint, line=line, col=col)
+        self.reporter.add(rule, self.config_path, message, hint, line=line, col=col, model=self.folder)
 
     def report_file(self, rule: str, path: Path, message: str, hint: str = "") -> None:
         """Report against a file or folder of the model (no line)."""
-        self.reporter.add(rule, path, message, hint)
+        self.reporter.add(rule, path, message, hint, model=self.folder)
 
 
 @dataclass

@@ -15,6 +15,8 @@ _TABLE: list[tuple[str, Severity, str]] = [
     ("C001", "error", "config.pbtxt is not valid protobuf text for inference.ModelConfig"),
     ("C002", "warning", "config.pbtxt is missing (Triton auto-completes it)"),
     ("C003", "error", "config.pbtxt cannot be read"),
+    ("C004", "error", "config.pbtxt is larger than the lint limit"),
+    ("C005", "error", "config.pbtxt holds a literal longer than the lint limit"),
     # layout
     ("L101", "error", "model has no valid version folder"),
     ("L102", "warning", "folder looks like a version but Triton ignores it"),
@@ -26,6 +28,8 @@ _TABLE: list[tuple[str, Severity, str]] = [
     ("L108", "error", "cannot determine the backend of the model"),
     ("L109", "warning", "repository has no model folders"),
     ("L110", "error", "version folder name overflows int64: tritonserver aborts"),
+    ("L111", "error", "folder or file cannot be read by the linter's user"),
+    ("L112", "warning", "symbolic link loop: a folder links back to one already visited"),
     # deployment
     ("D601", "error", "SageMaker tarball has config.pbtxt at its root"),
     ("D602", "warning", "several models without SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"),
@@ -34,6 +38,8 @@ _TABLE: list[tuple[str, Severity, str]] = [
     ("D605", "warning", "TensorFlow platform has no backend in -py3 images from 24.08 on"),
     ("D606", "error", "unsafe member in model.tar.gz"),
     ("D607", "error", "model.tar.gz cannot be read"),
+    ("D608", "error", "model.tar.gz exceeds a lint limit (members or total bytes)"),
+    ("D609", "info", "archive member too large to check: checked by name and size only"),
     # the linter itself
     ("X001", "error", "internal error in a lint rule (a linter bug: please report it)"),
 ]
