@@ -102,6 +102,11 @@ class ModelContext:
     def config_path(self) -> Path:
         return self.folder / CONFIG_FILENAME
 
+    @property
+    def has_config(self) -> bool:
+        """Whether the folder holds a config.pbtxt entry (readable or not)."""
+        return CONFIG_FILENAME in self.reporter.folders.names(self.folder)
+
     def subfolders(self, *below: str) -> list[Path]:
         """Folders in the model folder (or in ``below`` inside it), sorted; none if unreadable."""
         return self.reporter.folders.subfolders(self.folder.joinpath(*below))

@@ -168,7 +168,7 @@ def load_model(folder: Path, reporter: Reporter) -> ModelContext:
     """Read a model folder's config, reporting C001/C003/C004/C005 instead of raising."""
     config = folder / CONFIG_FILENAME
     model = ModelContext(folder=folder, parsed=None, reporter=reporter)
-    if CONFIG_FILENAME not in reporter.folders.names(folder) and not config.is_symlink():
+    if not model.has_config:
         return model  # layout rules decide whether a missing config is fatal
     data = _read_config_bytes(config, reporter, folder)
     if data is None:
@@ -244,28 +244,25 @@ def _lint(target: Path, reporter: Reporter, sagemaker_default_model: str | None)
     from pytest_triton.lint.tarball import lint_tarball
 
     folders = reporter.folders
-    if target.is_file() and target.name.endswith(ARCHIVE_SUFFIXES):
+    try:
+        info = target.stat()
+    except FileNotFoundError:
+        reporter.add("L107", target, f"lint target {str(target)!r} does not exist", _TARGET_HINT)
+        return _grouped(reporter, {}, [], lambda owner: True)
+    except OSError as exc:  # behind a folder this user cannot search
+        blocked = _blocked_ancestor(target)
+        folders.unreadable(blocked or target, exc, what="folder")
+        return _grouped(reporter, {}, [], lambda owner: True)
+    if stat.S_ISREG(info.st_mode) and target.name.endswith(ARCHIVE_SUFFIXES):
         with tempfile.TemporaryDirectory(prefix="pytest-triton-lint-") as tmp:
             archived = lint_tarball(target, Path(tmp), reporter, sagemaker_default_model)
             if archived is None:
                 return _grouped(reporter, {}, [], lambda owner: True)
             inside = [reporter.show(m.folder) for m in archived.models.values()]
             return _grouped(reporter, _config_texts(archived), inside, lambda owner: True)
-    if not target.is_dir():
-        try:
-            exists = target.exists()
-        except OSError:
-            exists = False
-        what = "does not exist" if not exists else "is neither a folder nor a model.tar.gz"
-        if not exists and target.parent != target:
-            try:
-                target.parent.stat()
-                os.listdir(target.parent)
-            except OSError as exc:  # the path may exist behind a folder this user cannot search
-                folders.unreadable(target.parent, exc, what="folder")
-                return _grouped(reporter, {}, [], lambda owner: True)
+    if not stat.S_ISDIR(info.st_mode):
         reporter.add(
-            "L107", target, f"lint target {str(target)!r} {what}", "pass a repository, a model folder or a .tar.gz"
+            "L107", target, f"lint target {str(target)!r} is neither a folder nor a model.tar.gz", _TARGET_HINT
         )
         return _grouped(reporter, {}, [], lambda owner: True)
     if is_model_target(target, folders):
@@ -282,6 +279,17 @@ def _lint(target: Path, reporter: Reporter, sagemaker_default_model: str | None)
         texts.update(_config_texts(repo))
         models += [reporter.show(m.folder) for m in repo.models.values()]
     return _grouped(reporter, texts, models, lambda owner: True)
+
+
+_TARGET_HINT = "pass a repository, a model folder or a .tar.gz"
+
+
+def _blocked_ancestor(target: Path) -> Path | None:
+    """The outermost folder above ``target`` that this user cannot search, if any."""
+    for folder in reversed(target.absolute().parents):
+        if not os.access(folder, os.X_OK):
+            return folder
+    return None
 
 
 def lint_target(

@@ -71,3 +71,28 @@ def test_plugin_module_imports_nothing_heavy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_bad_target_fails_its_own_item_only(pytester: pytest.Pytester) -> None:
+    repo = make_repo(pytester.path / "repo")
+    (repo / "bad" / "config.pbtxt").write_text('backend: "python"\ninstance_group [ { kind: 4294967296 } ]\n')
+    pytester.makepyfile("def test_plain():\n    pass\n")
+    result = pytester.runpytest("--triton-lint", str(repo), "--triton-lint", str(pytester.path / "missing"), "-v")
+    result.stdout.fnmatch_lines(
+        [
+            "*bad/config.pbtxt:2:26: C001 failed to read text proto from bad/config.pbtxt: Value out of range*",
+            "*missing: L107 lint target*does not exist*",
+        ]
+    )
+    assert "INTERNALERROR" not in result.stdout.str()
+    result.assert_outcomes(passed=2, failed=2)
+
+
+def test_collected_counts_agree_with_what_runs(pytester: pytest.Pytester) -> None:
+    repo = make_repo(pytester.path / "repo")
+    pytester.makepyfile("def test_a():\n    pass\ndef test_b():\n    pass\ndef test_c():\n    pass\n")
+    listed = pytester.runpytest("--triton-lint", str(repo), "--co", "-q")
+    listed.stdout.fnmatch_lines(["*::test_a", "*triton-lint?*bad?", "*triton-lint?*good?", "5 tests collected*"])
+    selected = pytester.runpytest("--triton-lint", str(repo), "-m", "triton_lint")
+    selected.stdout.fnmatch_lines(["collected 5 items / 3 deselected / 2 selected"])
+    selected.assert_outcomes(passed=1, failed=1, deselected=3)

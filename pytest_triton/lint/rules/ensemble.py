@@ -229,7 +229,7 @@ def check_cycles(model: ModelContext) -> None:
 
 def _loaded_versions(step_model: ModelContext) -> list[int] | None:
     """Versions Triton loads for ``step_model`` under its version_policy (None: cannot tell)."""
-    if step_model.parsed is None and step_model.config_path.exists():
+    if step_model.parsed is None and step_model.has_config:
         return None
     try:
         return step_model.loaded_versions()

@@ -423,16 +423,13 @@ def check_onnx_model(model: ModelContext) -> None:
 def check_models_without_config(repo: RepositoryContext) -> None:
     """A model folder with no config.pbtxt and a model.onnx is auto-completed entirely."""
     for model in repo.models.values():
-        if model.parsed is not None or model.config_path.exists():
+        if model.parsed is not None or model.has_config:
             continue
-        try:
-            subdirs = sorted(p.name for p in model.folder.iterdir() if p.is_dir())
-            versions = model.versions()
-        except OSError:
-            continue
+        subdirs = model.subfolders()
+        versions = model.versions()
         # Triton guesses the backend from the first subfolder (a model.plan there wins)
-        first = model.folder / subdirs[0] if subdirs else None
-        if first is None or not (first / "model.onnx").exists() or (first / "model.plan").exists():
+        first = repo.reporter.folders.names(subdirs[0]) if subdirs else set()
+        if "model.onnx" not in first or "model.plan" in first:
             continue
         for path in (model.folder / str(v) / "model.onnx" for v in versions):
             path = path / "model.onnx" if path.is_dir() else path

@@ -165,18 +165,16 @@ class Normalized:
     backend: str
 
 
-def _version_listing(folder: Path) -> tuple[bool, dict[str, bool]]:
+def _version_listing(model: ModelContext) -> tuple[bool, dict[str, bool]]:
     """Whether the model has a subfolder, and the first subfolder's entries (name -> is a folder).
 
     Triton inspects the first subfolder in byte order, whatever its name.
     """
-    try:
-        subdirs = sorted(p.name for p in folder.iterdir() if p.is_dir())
-        if not subdirs:
-            return False, {}
-        return True, {p.name: p.is_dir() for p in (folder / subdirs[0]).iterdir()}
-    except OSError:
+    folders = model.reporter.folders
+    subdirs = folders.subfolders(model.folder)
+    if not subdirs:
         return False, {}
+    return True, {entry.name: entry.is_dir for entry in folders.entries(subdirs[0])}
 
 
 def normalized(model: ModelContext) -> Normalized:
@@ -188,7 +186,7 @@ def normalized(model: ModelContext) -> Normalized:
     config = model.config
     platform, backend = str(config.platform), str(config.backend)
     filename = str(config.default_model_filename)
-    has_version, entries = _version_listing(model.folder)
+    has_version, entries = _version_listing(model)
     probe = not platform and not filename and has_version
 
     def file_in_version(name: str) -> bool:
