@@ -156,6 +156,12 @@ class RepositoryContext:
     # set when the repository came from a SageMaker model.tar.gz
     tarball: Path | None = None
     sagemaker_default_model: str | None = None
+    # archive members written as empty placeholders (too large, or not read by any rule)
+    unextracted: set[Path] = field(default_factory=set)
+
+    def holds_content(self, path: Path) -> bool:
+        """Whether the file's bytes are there to read (not an archive member left unextracted)."""
+        return path not in self.unextracted
 
     def parsed_models(self) -> Iterator[ModelContext]:
         return (m for m in self.models.values() if m.parsed is not None)

@@ -30,10 +30,10 @@ class LintLimits:
     # a model.tar.gz with more members than this is not linted further (D608)
     max_archive_members: int = 100_000
     # uncompressed bytes read from a model.tar.gz before the linter stops (D608)
-    max_archive_bytes: int = 64 * GiB
+    max_archive_bytes: int = 16 * GiB
     # bytes of one archive member written out to be checked (configs, model.py, ONNX graphs);
     # larger members are checked by name and size only (D609)
-    max_member_bytes: int = 2 * GiB
+    max_member_bytes: int = 256 * MiB
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

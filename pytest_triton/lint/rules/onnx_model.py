@@ -247,6 +247,8 @@ class _Check:
             self.model.report("O509", message, hint, "input")
         for path in model_files(self.model):
             self.file = path.relative_to(self.model.folder).as_posix()
+            if self.model.repository is not None and not self.model.repository.holds_content(path):
+                continue  # an archive member too large to extract (D609)
             try:
                 io = read_onnx_io(path)
             except OnnxReadError as exc:
@@ -433,7 +435,7 @@ def check_models_without_config(repo: RepositoryContext) -> None:
             continue
         for path in (model.folder / str(v) / "model.onnx" for v in versions):
             path = path / "model.onnx" if path.is_dir() else path
-            if not path.is_file():
+            if not path.is_file() or not repo.holds_content(path):
                 continue
             try:
                 io = read_onnx_io(path)

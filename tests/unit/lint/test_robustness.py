@@ -6,19 +6,23 @@ run as root, as CI does: root reads every tree, which hides what a server's user
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
 import stat
 import subprocess
 import sys
+import tarfile
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_triton.lint import lint_path
+from pytest_triton.lint import tarball
 from pytest_triton.lint.limits import LintLimits
 from tests.unit.lint.helpers import write_model
 
@@ -238,3 +242,70 @@ def test_as_root_the_same_tree_lints_clean(public_tmp: Path) -> None:
     (repo / "m").chmod(0o000)
     assert lint_path(repo) == []
     assert stat.S_IMODE((repo / "m").stat().st_mode) == 0
+
+
+# --- archives: streamed, weights never written, counts and bytes bounded -----------------------
+
+
+def zeros_member(tar: tarfile.TarFile, name: str, size: int) -> None:
+    class Zeros(io.RawIOBase):
+        def __init__(self) -> None:
+            self.left = size
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: Any) -> int:
+            count = min(len(buffer), self.left)
+            buffer[:count] = bytes(count)
+            self.left -= count
+            return count
+
+    info = tarfile.TarInfo(name)
+    info.size = size
+    tar.addfile(info, io.BufferedReader(Zeros()))
+
+
+def model_archive(path: Path, *, weights: int = 0, extra_members: int = 0) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in (("m/config.pbtxt", GOOD.format(name="m").encode()), ("m/1/model.py", b"")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        if weights:
+            zeros_member(tar, "m/1/weights.bin", weights)
+        for index in range(extra_members):
+            tar.addfile(tarfile.TarInfo(f"m/1/extra-{index}"), io.BytesIO(b""))
+    return path
+
+
+def test_archive_weights_are_not_written_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    archive = model_archive(tmp_path / "model.tar.gz", weights=8 << 20)
+    written: list[tuple[str, int]] = []
+    real_copy = tarball._copy
+
+    def spy(source: Any, target: Path, size: int) -> None:
+        written.append((target.name, size))
+        real_copy(source, target, size)
+
+    monkeypatch.setattr(tarball, "_copy", spy)
+    (finding,) = lint_path(archive, limits=LintLimits(max_member_bytes=1 << 20))
+    assert finding.rule == "D609"
+    assert "'m/1/weights.bin' is 8,388,608 bytes, over max_member_bytes=1,048,576" in finding.message
+    assert sorted(written) == [("config.pbtxt", len(GOOD.format(name="m"))), ("model.py", 0)]
+
+
+def test_archive_total_bytes_limit(tmp_path: Path) -> None:
+    archive = model_archive(tmp_path / "model.tar.gz", weights=4 << 20)
+    (finding,) = lint_path(archive, limits=LintLimits(max_archive_bytes=1 << 20))
+    assert finding.rule == "D608"
+    assert "more than 1,048,576 bytes (uncompressed, at member 'm/1/weights.bin')" in finding.message
+    assert "--max-archive-bytes" in finding.message
+
+
+def test_archive_member_count_limit(tmp_path: Path) -> None:
+    archive = model_archive(tmp_path / "model.tar.gz", extra_members=20)
+    (finding,) = lint_path(archive, limits=LintLimits(max_archive_members=10))
+    assert finding.rule == "D608"
+    assert "more than 10 members" in finding.message
+    assert lint_path(archive) == []
