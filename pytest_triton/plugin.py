@@ -55,6 +55,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Lint this repository, model folder or model.tar.gz as test items (repeatable)",
     )
     group.addoption(
+        "--triton-lint-limit",
+        metavar="NAME=N",
+        action="append",
+        default=[],
+        help="Raise or lower a lint limit, e.g. max_config_bytes=32M (repeatable; see python -m pytest_triton lint -h)",
+    )
+    group.addoption(
         "--triton-budgets",
         metavar="FILE",
         default=None,
@@ -76,6 +83,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="3000",
     )
     parser.addini("triton_lint_paths", "Paths linted as test items (like --triton-lint)", type="paths", default=[])
+    parser.addini(
+        "triton_lint_limits", "Lint limits as NAME=N lines (like --triton-lint-limit)", type="linelist", default=[]
+    )
     parser.addini("triton_repository", "Model repository served by the triton_server fixture", default="")
     parser.addini("triton_launcher", "Default launcher: local or url", default="local")
     parser.addini("triton_startup_timeout", "Seconds to wait for the server and its models", default="120")
