@@ -96,3 +96,16 @@ def test_collected_counts_agree_with_what_runs(pytester: pytest.Pytester) -> Non
     selected = pytester.runpytest("--triton-lint", str(repo), "-m", "triton_lint")
     selected.stdout.fnmatch_lines(["collected 5 items / 3 deselected / 2 selected"])
     selected.assert_outcomes(passed=1, failed=1, deselected=3)
+
+
+def test_lint_limits_from_option_and_ini(pytester: pytest.Pytester) -> None:
+    repo = make_repo(pytester.path / "repo")
+    result = pytester.runpytest("--triton-lint", str(repo), "--triton-lint-limit", "max_config_bytes=10")
+    result.stdout.fnmatch_lines(["*C004 config.pbtxt is * bytes, over the limit max_config_bytes=10*"])
+    result.assert_outcomes(failed=2)
+    pytester.makeini("[pytest]\ntriton_lint_limits =\n    max_config_bytes=20\n")
+    result = pytester.runpytest("--triton-lint", str(repo))
+    result.stdout.fnmatch_lines(["*over the limit max_config_bytes=20*"])
+    result = pytester.runpytest("--triton-lint", str(repo), "--triton-lint-limit", "everything=1")
+    result.stderr.fnmatch_lines(["*lint limit 'everything=1' is not NAME=N*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
