@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from pytest_triton.config.positions import PositionIndex
-from pytest_triton.config.positions import index_positions
+from pytest_triton.config.positions import index_tokens
+from pytest_triton.config.positions import tokenize
 from pytest_triton.errors import ConfigSyntaxError
 from pytest_triton.errors import MissingDependency
 
@@ -141,16 +142,26 @@ def parse_config(text: str, path: str = CONFIG_FILENAME, *, max_literal_bytes: i
     in the message) before the index of positions is built."""
     from google.protobuf import text_format
 
-    message = model_config_class()()
+    from pytest_triton.config.fastparse import Unsupported
+    from pytest_triton.config.fastparse import build_message
+
+    tokenized = tokenize(text, max_literal_bytes=max_literal_bytes, path=path)
+    cls = model_config_class()
+    message = cls()
     try:
-        _parse_text(text, message)
-    except text_format.ParseError as exc:
-        line = exc.GetLine() or 0
-        col = exc.GetColumn() or 0
-        raise ConfigSyntaxError(_syntax_message(text, str(exc), line, col), path=path, line=line, col=col) from exc
-    except (ValueError, RecursionError) as exc:  # refused by the message itself, without a position
-        raise ConfigSyntaxError(str(exc), path=path) from exc
-    positions = index_positions(text, max_literal_bytes=max_literal_bytes, path=path)
+        build_message(tokenized.tokens, message)
+    except Unsupported:
+        message = cls()  # protobuf's own parser: the reference result and error messages
+        try:
+            _parse_text(text, message)
+        except text_format.ParseError as exc:
+            line = exc.GetLine() or 0
+            col = exc.GetColumn() or 0
+            message_text = _syntax_message(text, str(exc), line, col)
+            raise ConfigSyntaxError(message_text, path=path, line=line, col=col) from exc
+        except (ValueError, RecursionError) as exc:  # refused by the message itself, without a position
+            raise ConfigSyntaxError(str(exc), path=path) from exc
+    positions = index_tokens(tokenized)
     _reject_plus_signs(text, positions, path)
     return ParsedConfig(message=message, text=text, path=path, positions=positions)
 

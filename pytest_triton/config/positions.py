@@ -31,6 +31,7 @@ _TOKEN = re.compile(
   | (?P<string>{_STRING})
   | (?P<punct>[{{}}\[\]:,;<>])
   | (?P<word>[^\s{{}}\[\]:,;<>"'\#]+)
+  | (?P<other>\S)
     """,
     re.VERBOSE,
 )
@@ -196,15 +197,36 @@ def _unquote(literal: str) -> str:
         return inner
 
 
-def index_positions(text: str, *, max_literal_bytes: int | None = None, path: str = "config.pbtxt") -> PositionIndex:
-    """Index the field positions, literals and comments of config text that protobuf accepted.
+@dataclass
+class Tokenized:
+    """config.pbtxt text cut into tokens once, for the fast parser and the position index."""
 
-    Time and memory are linear in the text; with ``max_literal_bytes`` a longer token raises
-    :class:`ConfigLimitExceeded` naming its position."""
+    text: str
+    tokens: list[_Tok]
+    comments: dict[int, str]
+    lines: _Lines
+
+
+def tokenize(text: str, *, max_literal_bytes: int | None = None, path: str = "config.pbtxt") -> Tokenized:
+    """Tokens, comments and line starts; with ``max_literal_bytes`` a longer token raises
+    :class:`ConfigLimitExceeded` naming its position. Linear in time and memory."""
     lines = _Lines(text)
     tokens, comments = _tokenize(text, lines, max_literal_bytes, path)
+    return Tokenized(text, tokens, comments, lines)
+
+
+def index_tokens(tokenized: Tokenized) -> PositionIndex:
+    """Index the field positions, literals and comments of text that protobuf accepts."""
+    tokens = tokenized.tokens
+    if any(token[0] == "o" for token in tokens):
+        tokens = [token for token in tokens if token[0] != "o"]
     scanner = _Scanner(tokens)
     scanner.message((), False)
-    position = lines.position
+    position = tokenized.lines.position
     positions = {key: position(offset) for key, offset in scanner.offsets.items()}
-    return PositionIndex(positions, comments, scanner.literals)
+    return PositionIndex(positions, tokenized.comments, scanner.literals)
+
+
+def index_positions(text: str, *, max_literal_bytes: int | None = None, path: str = "config.pbtxt") -> PositionIndex:
+    """Index the field positions, literals and comments of config text that protobuf accepted."""
+    return index_tokens(tokenize(text, max_literal_bytes=max_literal_bytes, path=path))

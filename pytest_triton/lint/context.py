@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
+from typing import Any
 
 from pytest_triton.config import CONFIG_FILENAME
 from pytest_triton.config import ParsedConfig
@@ -93,6 +94,9 @@ class ModelContext:
     parsed: ParsedConfig | None
     reporter: Reporter
     repository: RepositoryContext | None = None
+    # what rules compute once per model (normalized platform/backend, ...), keyed by rule family
+    memo: dict[str, Any] = field(default_factory=dict, repr=False)
+    _versions: list[int] | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -118,8 +122,10 @@ class ModelContext:
 
     def versions(self) -> list[int]:
         """Versions Triton reads from the folder names (sorted; see :func:`read_version`)."""
-        found = {read_version(p.name) for p in self.subfolders()}
-        return sorted(v for v in found if v is not None and -INT64_MAX - 1 <= v <= INT64_MAX)
+        if self._versions is None:
+            found = {read_version(p.name) for p in self.subfolders()}
+            self._versions = sorted(v for v in found if v is not None and -INT64_MAX - 1 <= v <= INT64_MAX)
+        return list(self._versions)
 
     def loaded_versions(self) -> list[int]:
         """Versions Triton loads under the config's version_policy (latest 1 by default)."""

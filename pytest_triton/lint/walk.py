@@ -25,8 +25,12 @@ class Entry:
     """One child of a folder; ``is_dir`` follows links, as Triton does."""
 
     name: str
-    path: Path
+    folder: Path
     is_dir: bool
+
+    @property
+    def path(self) -> Path:
+        return self.folder / self.name
 
 
 def describe_access(path: Path, exc: OSError) -> str:
@@ -47,6 +51,8 @@ class FolderReader:
     reporter: Reporter
     _listings: dict[Path, tuple[Entry, ...]] = field(default_factory=dict)
     _reported: set[Path] = field(default_factory=set)
+    _subfolders: dict[Path, list[Path]] = field(default_factory=dict)
+    _names: dict[Path, frozenset[str]] = field(default_factory=dict)
 
     def entries(self, folder: Path) -> tuple[Entry, ...]:
         """The children of ``folder`` sorted by name; none (and one finding) when it cannot be read."""
@@ -55,7 +61,7 @@ class FolderReader:
             return cached
         try:
             with os.scandir(folder) as scan:
-                found = [Entry(item.name, folder / item.name, _is_dir(item)) for item in scan]
+                found = [Entry(item.name, folder, _is_dir(item)) for item in scan]
         except OSError as exc:
             self.unreadable(folder, exc, what="folder")
             found = []
@@ -64,10 +70,19 @@ class FolderReader:
         return listing
 
     def subfolders(self, folder: Path) -> list[Path]:
-        return [entry.path for entry in self.entries(folder) if entry.is_dir]
+        found = self._subfolders.get(folder)
+        if found is None:
+            found = self._subfolders[folder] = [entry.path for entry in self.entries(folder) if entry.is_dir]
+        return found
 
-    def names(self, folder: Path) -> set[str]:
-        return {entry.name for entry in self.entries(folder)}
+    def subfolder_names(self, folder: Path) -> frozenset[str]:
+        return frozenset(path.name for path in self.subfolders(folder))
+
+    def names(self, folder: Path) -> frozenset[str]:
+        found = self._names.get(folder)
+        if found is None:
+            found = self._names[folder] = frozenset(entry.name for entry in self.entries(folder))
+        return found
 
     def was_unreadable(self, path: Path) -> bool:
         return path in self._reported

@@ -217,7 +217,7 @@ def check_model_files(model: ModelContext) -> None:
     folders = model.reporter.folders
     for version in model.loaded_versions():  # only what the version policy loads
         folder = model.folder / str(version)
-        if folder not in folders.subfolders(model.folder):
+        if str(version) not in folders.subfolder_names(model.folder):
             model.report_file(
                 "L104",
                 model.folder,

@@ -182,6 +182,14 @@ def normalized(model: ModelContext) -> Normalized:
     The backend stays empty when Triton cannot pick one; for an empty platform the layout
     family reports that (Triton's "Could not determine backend").
     """
+    found = model.memo.get("normalized")
+    if found is None:
+        found = model.memo["normalized"] = _normalize(model)
+    assert isinstance(found, Normalized)
+    return found
+
+
+def _normalize(model: ModelContext) -> Normalized:
     config = model.config
     platform, backend = str(config.platform), str(config.backend)
     filename = str(config.default_model_filename)
