@@ -40,7 +40,7 @@ def fast(text: str) -> object | None:
 
 
 def reference(text: str) -> object | None:
-    message: object = model_config_class()()
+    message = model_config_class()()
     try:
         text_format.Parse(text, message)
     except (text_format.ParseError, ValueError):
