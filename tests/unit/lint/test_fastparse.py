@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from google.protobuf import text_format
@@ -30,8 +31,8 @@ PIECES = [
 ]  # fmt: skip
 
 
-def fast(text: str) -> object | None:
-    message: object = model_config_class()()
+def fast(text: str) -> Any:
+    message = model_config_class()()
     try:
         build_message(tokenize(text).tokens, message)
     except Unsupported:
@@ -39,7 +40,7 @@ def fast(text: str) -> object | None:
     return message
 
 
-def reference(text: str) -> object | None:
+def reference(text: str) -> Any:
     message = model_config_class()()
     try:
         text_format.Parse(text, message)
