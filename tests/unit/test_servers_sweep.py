@@ -45,10 +45,13 @@ def test_work_folder_of_a_killed_owner_is_swept(tmp_path: Path) -> None:
     legacy.mkdir()
     linting = tmp_path / "pytest-triton-lint-x1y2"
     linting.mkdir()
-    assert folder.name.startswith("pytest-triton-") and (folder / "tritonserver.log").exists()
+    assert folder.name.startswith("pytest-triton-")
+    assert (folder / "tritonserver.log").exists()
     assert sweep_stale_workdirs(tmp_path) == [folder]
     assert not folder.exists()
-    assert mine.is_dir() and legacy.is_dir() and linting.is_dir()
+    assert mine.is_dir()
+    assert legacy.is_dir()
+    assert linting.is_dir()
     assert sweep_stale_workdirs(tmp_path) == []
 
 
