@@ -11,9 +11,11 @@ Orphan protection (Linux):
   one daemon thread of this module that lives as long as the process; the server dies with the process,
   whatever thread called ``start()``;
 - the stubs watch their parent (Triton passes them its pid) and exit within about a second once
-  ``tritonserver`` is gone; they cannot clean their shared-memory region then, so each launcher gives the
-  python backend a ``shm-region-prefix-name`` carrying its own pid, and later launchers remove regions
-  whose owner is dead (:func:`sweep_stale_shm`).
+  ``tritonserver`` is gone, removing their shared-memory region as they go (SIGKILL of pytest running a
+  python model: the region was gone within 2 s every time, see tests/integration/local/test_hard_kill.py).
+  A region is left only when the stubs are killed too (SIGKILL to the server's whole group, the OOM
+  killer), so each launcher gives the python backend a ``shm-region-prefix-name`` carrying its own pid,
+  and later launchers remove regions whose owner is dead (:func:`sweep_stale_shm`).
 
 Stopping (:func:`stop_process_group`): SIGINT to ``tritonserver`` (it unloads models, then stops its stubs),
 then SIGTERM and at last SIGKILL to the whole group; finally whatever is left in the group is killed.
