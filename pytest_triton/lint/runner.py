@@ -147,14 +147,17 @@ def _read_config_bytes(config: Path, reporter: Reporter, model: Path) -> bytes |
                 model=model,
             )
             return None
-        with config.open("rb") as handle:
-            data = handle.read(limit + 1)
+        with config.open("rb") as handle:  # read(n) allocates n bytes up front: ask for what is there
+            data = handle.read(min(info.st_size, limit) + 1)
     except OSError as exc:
         reporter.add(
             "C003", config, f"cannot read config: {describe_access(config, exc)}", "check permissions", model=model
         )
         return None
-    if len(data) > limit:  # grew while being read
+    if len(data) > info.st_size:  # grew while being read: read on, up to the limit
+        with contextlib.suppress(OSError), config.open("rb") as handle:
+            data = handle.read(limit + 1)
+    if len(data) > limit:
         reporter.add(
             "C004",
             config,
