@@ -16,17 +16,18 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_triton.errors import LintFailed
+
 if TYPE_CHECKING:
     from pytest_triton.lint.finding import Finding
     from pytest_triton.lint.limits import LintLimits
 
 
-class TritonLintFailure(Exception):
-    """Raised by a lint item; carries the findings that failed it."""
+class TritonLintFailure(LintFailed):
+    """Raised by a lint item; carries the findings that failed it (the errors.py LintFailed)."""
 
     def __init__(self, findings: list[Finding]) -> None:
-        super().__init__(f"{len(findings)} lint error(s)")
-        self.findings = findings
+        super().__init__(f"{len(findings)} lint error(s)", findings)
 
 
 class TritonLintItem(pytest.Item):

@@ -16,25 +16,24 @@ import re
 from typing import Any
 
 from pytest_triton.lint.context import ModelContext
-from pytest_triton.lint.rules import catalog
+from pytest_triton.lint.rules.catalog import RuleTable
 from pytest_triton.lint.rules.ensemble import ENSEMBLE_PLATFORM
 from pytest_triton.lint.rules.ensemble import Path
 from pytest_triton.lint.rules.ensemble import entry_path
 from pytest_triton.lint.rules.schema_common import normalized
 
-catalog.register(
-    [
-        ("A401", "error", "unknown execution accelerator for the onnxruntime backend"),
-        ("A402", "error", "unknown TensorRT execution accelerator parameter"),
-        ("A403", "error", "TensorRT execution accelerator parameter value is invalid"),
-        ("A404", "warning", "TensorRT cache path is lost at every container restart"),
-        ("A405", "warning", "TensorRT execution accelerator without an engine cache"),
-        ("A406", "warning", "execution accelerators on a backend that ignores them"),
-        ("A407", "warning", "GPU execution accelerators on a model with only CPU instances"),
-        ("A408", "warning", "TensorRT parameter value is read only in part"),
-        ("A409", "warning", "TensorRT accelerator on dynamic input shapes without explicit profiles"),
-    ]
-)
+# the ids of this family (collected by catalog.rules())
+RULES: RuleTable = [
+    ("A401", "error", "unknown execution accelerator for the onnxruntime backend"),
+    ("A402", "error", "unknown TensorRT execution accelerator parameter"),
+    ("A403", "error", "TensorRT execution accelerator parameter value is invalid"),
+    ("A404", "warning", "TensorRT cache path is lost at every container restart"),
+    ("A405", "warning", "TensorRT execution accelerator without an engine cache"),
+    ("A406", "warning", "execution accelerators on a backend that ignores them"),
+    ("A407", "warning", "GPU execution accelerators on a model with only CPU instances"),
+    ("A408", "warning", "TensorRT parameter value is read only in part"),
+    ("A409", "warning", "TensorRT accelerator on dynamic input shapes without explicit profiles"),
+]
 
 ACCELERATORS: Path = ("optimization", 0, "execution_accelerators", 0)
 GPU_ACCELERATORS = ("tensorrt", "cuda")

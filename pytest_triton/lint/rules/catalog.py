@@ -7,10 +7,15 @@ X the linter itself.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
+
 from pytest_triton.lint.finding import Rule
 from pytest_triton.lint.finding import Severity
 
-_TABLE: list[tuple[str, Severity, str]] = [
+_TABLE: list[tuple[str, Severity, str]] = [  # the linter's own families: C, L, D, X
     # config file
     ("C001", "error", "config.pbtxt is not valid protobuf text for inference.ModelConfig"),
     ("C002", "warning", "config.pbtxt is missing (Triton auto-completes it)"),
@@ -44,17 +49,40 @@ _TABLE: list[tuple[str, Severity, str]] = [
     ("X001", "error", "internal error in a lint rule (a linter bug: please report it)"),
 ]
 
-RULES: dict[str, Rule] = {}
+RuleTable = list[tuple[str, Severity, str]]
 
 
-def register(rules: list[tuple[str, Severity, str]]) -> None:
-    """Add a family of rules. Registering the same rule again is harmless (a module imported twice,
-    as pytester does); giving an id a different definition is an error."""
-    for rule_id, severity, title in rules:
-        rule = Rule(rule_id, severity, title)
-        if RULES.get(rule_id, rule) != rule:
-            raise ValueError(f"rule id {rule_id!r} is registered twice: {RULES[rule_id]} and {rule}")
-        RULES[rule_id] = rule
+def build_catalog(tables: Iterable[RuleTable]) -> dict[str, Rule]:
+    """Rules by id from the tables; an id given two different definitions is an error."""
+    rules: dict[str, Rule] = {}
+    for table in tables:
+        for rule_id, severity, title in table:
+            rule = Rule(rule_id, severity, title)
+            if rules.get(rule_id, rule) != rule:
+                raise ValueError(f"rule id {rule_id!r} is registered twice: {rules[rule_id]} and {rule}")
+            rules[rule_id] = rule
+    return rules
 
 
-register(_TABLE)
+@functools.cache
+def rules() -> dict[str, Rule]:
+    """Every rule: the linter's own (above) and the ``RULES`` table of each family module."""
+    from pytest_triton.lint.rules import load_rule_modules
+
+    return build_catalog([_TABLE, *(module.RULES for module in load_rule_modules() if hasattr(module, "RULES"))])
+
+
+class _Rules(Mapping[str, Rule]):
+    """``RULES[id]``: the catalogue, built on first use (the families import this module)."""
+
+    def __getitem__(self, rule_id: str) -> Rule:
+        return rules()[rule_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(rules())
+
+    def __len__(self) -> int:
+        return len(rules())
+
+
+RULES: Mapping[str, Rule] = _Rules()

@@ -16,33 +16,32 @@ from dataclasses import field
 from typing import Any
 
 from pytest_triton.lint.context import ModelContext
-from pytest_triton.lint.rules import catalog
+from pytest_triton.lint.rules.catalog import RuleTable
 
-catalog.register(
-    [
-        ("E301", "error", "platform 'ensemble' without ensemble_scheduling"),
-        ("E302", "error", "instance_group set on an ensemble"),
-        ("E303", "error", "optimization set on an ensemble"),
-        ("E304", "error", "model_warmup set on an ensemble"),
-        ("E305", "error", "ensemble has no step"),
-        ("E306", "error", "ensemble step lacks model_name, input_map or output_map"),
-        ("E307", "error", "ensemble tensor written by more than one output_map entry"),
-        ("E308", "error", "ensemble input is not read by any step"),
-        ("E309", "error", "ensemble output is not written by the steps"),
-        ("E310", "error", "ensemble tensor is never read or never written"),
-        ("E311", "error", "ensemble step names a model that is not in the repository"),
-        ("E312", "error", "circular dependency between ensembles"),
-        ("E313", "error", "ensemble max_batch_size exceeds a step model's"),
-        ("E314", "error", "input_map key is not an input of the step model"),
-        ("E315", "error", "output_map key is not an output of the step model"),
-        ("E316", "error", "step model input is not mapped to an ensemble tensor"),
-        ("E317", "error", "inconsistent data type along an ensemble edge"),
-        ("E318", "error", "inconsistent shape along an ensemble edge"),
-        ("E319", "error", "step requires a model version that will not be loaded"),
-        ("E320", "error", "step receives inputs that come from different decoupled models"),
-        ("E321", "error", "a step model declares an output twice and the ensemble maps it"),
-    ]
-)
+# the ids of this family (collected by catalog.rules())
+RULES: RuleTable = [
+    ("E301", "error", "platform 'ensemble' without ensemble_scheduling"),
+    ("E302", "error", "instance_group set on an ensemble"),
+    ("E303", "error", "optimization set on an ensemble"),
+    ("E304", "error", "model_warmup set on an ensemble"),
+    ("E305", "error", "ensemble has no step"),
+    ("E306", "error", "ensemble step lacks model_name, input_map or output_map"),
+    ("E307", "error", "ensemble tensor written by more than one output_map entry"),
+    ("E308", "error", "ensemble input is not read by any step"),
+    ("E309", "error", "ensemble output is not written by the steps"),
+    ("E310", "error", "ensemble tensor is never read or never written"),
+    ("E311", "error", "ensemble step names a model that is not in the repository"),
+    ("E312", "error", "circular dependency between ensembles"),
+    ("E313", "error", "ensemble max_batch_size exceeds a step model's"),
+    ("E314", "error", "input_map key is not an input of the step model"),
+    ("E315", "error", "output_map key is not an output of the step model"),
+    ("E316", "error", "step model input is not mapped to an ensemble tensor"),
+    ("E317", "error", "inconsistent data type along an ensemble edge"),
+    ("E318", "error", "inconsistent shape along an ensemble edge"),
+    ("E319", "error", "step requires a model version that will not be loaded"),
+    ("E320", "error", "step receives inputs that come from different decoupled models"),
+    ("E321", "error", "a step model declares an output twice and the ensemble maps it"),
+]
 
 ENSEMBLE_PLATFORM = "ensemble"
 STEP = ("ensemble_scheduling", 0, "step")

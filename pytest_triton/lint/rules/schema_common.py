@@ -15,7 +15,6 @@ from typing import Any
 
 from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.finding import Severity
-from pytest_triton.lint.rules import catalog
 
 # Ids are stable and never reused; a retired rule keeps its line, commented out.
 RULE_TABLE: list[tuple[str, Severity, str]] = [
@@ -78,7 +77,6 @@ RULE_TABLE: list[tuple[str, Severity, str]] = [
     ("S251", "error", "instance group kind is unknown"),
 ]
 
-catalog.register(RULE_TABLE)
 
 ENSEMBLE = "ensemble"
 TENSORRT_PLAN = "tensorrt_plan"
@@ -182,10 +180,9 @@ def normalized(model: ModelContext) -> Normalized:
     The backend stays empty when Triton cannot pick one; for an empty platform the layout
     family reports that (Triton's "Could not determine backend").
     """
-    found = model.memo.get("normalized")
+    found: Normalized | None = model.memo.get("normalized")
     if found is None:
         found = model.memo["normalized"] = _normalize(model)
-    assert isinstance(found, Normalized)
     return found
 
 
