@@ -309,3 +309,10 @@ def test_archive_member_count_limit(tmp_path: Path) -> None:
     assert finding.rule == "D608"
     assert "more than 10 members" in finding.message
     assert lint_path(archive) == []
+
+
+def test_no_hint_speaks_of_the_seed() -> None:
+    import pytest_triton.lint
+
+    sources = Path(pytest_triton.lint.__file__).parent.rglob("*.py")
+    assert [p.name for p in sources if "the seed" in p.read_text(encoding="utf-8")] == []
