@@ -316,3 +316,12 @@ def test_no_hint_speaks_of_the_seed() -> None:
 
     sources = Path(pytest_triton.lint.__file__).parent.rglob("*.py")
     assert [p.name for p in sources if "the seed" in p.read_text(encoding="utf-8")] == []
+
+
+def test_stray_config_at_a_plain_repository_root_is_a_warning(tmp_path: Path) -> None:
+    good_model(tmp_path, "m")
+    (tmp_path / "config.pbtxt").write_text('backend: "python"\n')
+    (tmp_path / "README.md").write_text("notes\n")
+    (finding,) = lint_path(tmp_path)
+    assert (finding.rule, finding.severity) == ("L106", "warning")
+    assert "ignored by Triton" in finding.message
