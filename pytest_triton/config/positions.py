@@ -12,6 +12,8 @@ from __future__ import annotations
 import bisect
 import re
 import sys
+from collections.abc import Iterator
+from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 
@@ -50,7 +52,7 @@ _Tok = tuple[str, str, int]
 class PositionIndex:
     """Where each field of a parsed config stands in its text (1-based line and column)."""
 
-    positions: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    positions: Mapping[Path, tuple[int, int]] = field(default_factory=dict)
     comments: dict[int, str] = field(default_factory=dict)
     # the literal of each scalar value, strings unquoted and unescaped (map keys need it:
     # protobuf maps keep no order, so an entry is found again by its written key)
@@ -197,6 +199,27 @@ def _unquote(literal: str) -> str:
         return inner
 
 
+class _Positions(Mapping[Path, tuple[int, int]]):
+    """Field path → (line, column), kept as text offsets and turned into a position when asked:
+    a config of many small fields holds one int per field instead of a tuple."""
+
+    def __init__(self, offsets: dict[Path, int], lines: _Lines) -> None:
+        self.offsets = offsets
+        self.lines = lines
+
+    def __getitem__(self, key: Path) -> tuple[int, int]:
+        return self.lines.position(self.offsets[key])
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.offsets
+
+    def __iter__(self) -> Iterator[Path]:
+        return iter(self.offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+
 @dataclass
 class Tokenized:
     """config.pbtxt text cut into tokens once, for the fast parser and the position index."""
@@ -222,9 +245,7 @@ def index_tokens(tokenized: Tokenized) -> PositionIndex:
         tokens = [token for token in tokens if token[0] != "o"]
     scanner = _Scanner(tokens)
     scanner.message((), False)
-    position = tokenized.lines.position
-    positions = {key: position(offset) for key, offset in scanner.offsets.items()}
-    return PositionIndex(positions, tokenized.comments, scanner.literals)
+    return PositionIndex(_Positions(scanner.offsets, tokenized.lines), tokenized.comments, scanner.literals)
 
 
 def index_positions(text: str, *, max_literal_bytes: int | None = None, path: str = "config.pbtxt") -> PositionIndex:
