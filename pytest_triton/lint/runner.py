@@ -199,10 +199,15 @@ def load_model(folder: Path, reporter: Reporter) -> ModelContext:
     return model
 
 
-def lint_repository(root: Path, reporter: Reporter, **options: Any) -> RepositoryContext:
-    """Lint every model folder of ``root``; findings go to ``reporter``."""
+def lint_repository(
+    root: Path, reporter: Reporter, *, include: Path | None = None, **options: Any
+) -> RepositoryContext:
+    """Lint every model folder of ``root`` (and ``include``, when ``root`` cannot be listed)."""
     repo = RepositoryContext(root=root, reporter=reporter, **options)
-    for child in reporter.folders.subfolders(root):
+    children = reporter.folders.subfolders(root)
+    if include is not None and include not in children:
+        children = [*children, include]
+    for child in children:
         model = load_model(child, reporter)
         model.repository = repo
         repo.models[child.name] = model
@@ -237,11 +242,14 @@ def _config_texts(repo: RepositoryContext) -> dict[str, str]:
     return {repo.reporter.show(m.config_path): m.parsed.text for m in repo.models.values() if m.parsed is not None}
 
 
-def _grouped(reporter: Reporter, texts: dict[str, str], models: list[str], keep: Callable[[str], bool]) -> LintResult:
+def _grouped(
+    reporter: Reporter, texts: dict[str, str], models: list[str], keep: Callable[[str, str], bool]
+) -> LintResult:
+    """The run's findings by owner; ``keep(owner, path)`` says which belong to the target."""
     kept = set(map(id, apply_suppressions(reporter.findings, texts)))
     groups: dict[str, list[Finding]] = {name: [] for name in models}
     for finding, owner in zip(reporter.findings, reporter.owners):
-        if id(finding) in kept and keep(owner):
+        if id(finding) in kept and keep(owner, finding.path):
             groups.setdefault(owner, []).append(finding)
     return LintResult(Path(), {key: sorted(value) for key, value in groups.items()})
 
@@ -254,27 +262,30 @@ def _lint(target: Path, reporter: Reporter, sagemaker_default_model: str | None)
         info = target.stat()
     except FileNotFoundError:
         reporter.add("L107", target, f"lint target {str(target)!r} does not exist", _TARGET_HINT)
-        return _grouped(reporter, {}, [], lambda owner: True)
+        return _grouped(reporter, {}, [], lambda owner, path: True)
     except OSError as exc:  # behind a folder this user cannot search
         blocked = _blocked_ancestor(target)
         folders.unreadable(blocked or target, exc, what="folder")
-        return _grouped(reporter, {}, [], lambda owner: True)
+        return _grouped(reporter, {}, [], lambda owner, path: True)
     if stat.S_ISREG(info.st_mode) and target.name.endswith(ARCHIVE_SUFFIXES):
         with tempfile.TemporaryDirectory(prefix="pytest-triton-lint-") as tmp:
             archived = lint_tarball(target, Path(tmp), reporter, sagemaker_default_model)
             if archived is None:
-                return _grouped(reporter, {}, [], lambda owner: True)
+                return _grouped(reporter, {}, [], lambda owner, path: True)
             inside = [reporter.show(m.folder) for m in archived.models.values()]
-            return _grouped(reporter, _config_texts(archived), inside, lambda owner: True)
+            return _grouped(reporter, _config_texts(archived), inside, lambda owner, path: True)
     if not stat.S_ISDIR(info.st_mode):
         reporter.add(
             "L107", target, f"lint target {str(target)!r} is neither a folder nor a model.tar.gz", _TARGET_HINT
         )
-        return _grouped(reporter, {}, [], lambda owner: True)
+        return _grouped(reporter, {}, [], lambda owner, path: True)
     if is_model_target(target, folders):
-        repo = lint_repository(target.parent, reporter, sagemaker_default_model=sagemaker_default_model)
+        parent = target.parent
+        repo = lint_repository(parent, reporter, include=target, sagemaker_default_model=sagemaker_default_model)
         own = reporter.show(target)
-        return _grouped(reporter, _config_texts(repo), [own], lambda owner: owner == own)
+        # the model's own findings, and the repository folder's if it could not be read
+        unlisted = reporter.show(parent) if folders.was_unreadable(parent) else None
+        return _grouped(reporter, _config_texts(repo), [own], lambda owner, path: owner == own or path == unlisted)
     texts: dict[str, str] = {}
     models: list[str] = []
     repositories = find_repositories(target, folders)
@@ -284,7 +295,7 @@ def _lint(target: Path, reporter: Reporter, sagemaker_default_model: str | None)
         repo = lint_repository(root, reporter, sagemaker_default_model=sagemaker_default_model)
         texts.update(_config_texts(repo))
         models += [reporter.show(m.folder) for m in repo.models.values()]
-    return _grouped(reporter, texts, models, lambda owner: True)
+    return _grouped(reporter, texts, models, lambda owner, path: True)
 
 
 _TARGET_HINT = "pass a repository, a model folder or a .tar.gz"
@@ -322,7 +333,7 @@ def lint_target(
             result = _lint(target, reporter, sagemaker_default_model)
     except RecursionError as exc:
         reporter.add("X001", target, f"linting stopped: {exc}", "this is a bug in pytest-triton")
-        result = _grouped(reporter, {}, [], lambda owner: True)
+        result = _grouped(reporter, {}, [], lambda owner, path: True)
     except Exception as exc:  # the last guard: a bug is one finding of this target, not a traceback
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         reporter.add(
@@ -331,7 +342,7 @@ def lint_target(
             f"linting raised {type(exc).__name__}: {exc} ({Path(frame.filename).name}:{frame.lineno})",
             "this is a bug in pytest-triton; please report it with the target",
         )
-        result = _grouped(reporter, {}, [], lambda owner: True)
+        result = _grouped(reporter, {}, [], lambda owner, path: True)
     result.target = target
     return result
 

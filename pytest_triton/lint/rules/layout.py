@@ -73,7 +73,7 @@ def check_repository_root(repo: RepositoryContext) -> None:
                 line=1,
                 col=1,
             )
-    if models == 0:
+    if models == 0 and not repo.reporter.folders.was_unreadable(repo.root):
         repo.reporter.add(
             "L109", repo.root, "repository has no model folders", "add <model>/config.pbtxt and <model>/1/"
         )

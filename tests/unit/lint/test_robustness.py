@@ -325,3 +325,11 @@ def test_stray_config_at_a_plain_repository_root_is_a_warning(tmp_path: Path) ->
     (finding,) = lint_path(tmp_path)
     assert (finding.rule, finding.severity) == ("L106", "warning")
     assert "ignored by Triton" in finding.message
+
+
+def test_model_target_in_a_repository_nobody_can_list(public_tmp: Path) -> None:
+    repo = make_tree(public_tmp)
+    repo.chmod(0o311)  # searchable, not listable: the model itself is readable
+    findings = lint_as_nobody(repo / "m")
+    assert [f["rule"] for f in findings] == ["L111"]
+    assert findings[0]["path"] == str(repo)
