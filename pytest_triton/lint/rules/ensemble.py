@@ -360,7 +360,7 @@ class _Mapping:
         batching = scfg.max_batch_size > 0
         inputs = {io.name: io for io in scfg.input}
         outputs = {io.name: io for io in scfg.output}
-        for key, tensor in step.input_map.items():
+        for key, tensor in sorted(step.input_map.items()):  # protobuf map order varies by process
             if key not in inputs:
                 message = f"in ensemble {ens}, ensemble tensor {tensor} is mapping to non-existing input {key}"
                 where = entry_path(model, (*STEP, i, "input_map"), key=key)
@@ -375,7 +375,7 @@ class _Mapping:
                 model.report("E316", message, hint, *STEP, i, "input_map")
         produced: list[_Node] = []
         declared = [io.name for io in scfg.output]
-        for key, tensor in step.output_map.items():
+        for key, tensor in sorted(step.output_map.items()):
             where = entry_path(model, (*STEP, i, "output_map"), key=key)
             if declared.count(key) > 1:  # Triton maps each declared output, so both land on one tensor
                 message = f"in ensemble {ens}, multiple outputs in model {name} are mapped to the same ensemble tensor"
@@ -389,7 +389,7 @@ class _Mapping:
             else:
                 produced.append(self.merge(tensor, _node(name, batching, io.data_type, io.dims, where)))
         group = _Node(name, 0, [], [], ())
-        sources = [self.tensors[t] for t in step.input_map.values() if t in self.tensors]
+        sources = [self.tensors[t] for _, t in sorted(step.input_map.items()) if t in self.tensors]
         for node in produced:
             node.sibling, node.decoupled = group, bool(scfg.model_transaction_policy.decoupled)
             node.prev.extend(sources)
