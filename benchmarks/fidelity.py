@@ -42,7 +42,6 @@ import sys
 import tempfile
 import time
 import urllib.parse
-import urllib.request
 import zipfile
 from collections.abc import Callable
 from collections.abc import Sequence
@@ -65,8 +64,9 @@ from pytest_triton.bench.server_stats import stats_delta
 from pytest_triton.client.nli import NliTokenizer
 from pytest_triton.client.nli import load_samples
 from pytest_triton.client.transports import TritonHttpTransport
-from pytest_triton.fixtures import SessionState
-from pytest_triton.fixtures import TritonServerFactory
+from pytest_triton.servers.rest import TritonRest
+from pytest_triton.serving import SessionState
+from pytest_triton.serving import TritonServerFactory
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOL_DIR = ROOT / ".tools" / "perf_analyzer"
@@ -327,8 +327,7 @@ def _version(dist: str) -> str:
 
 
 def _server_version(url: str) -> str:
-    with urllib.request.urlopen(f"{url}/v2", timeout=10) as response:
-        return str(json.load(response).get("version", "?"))
+    return str(TritonRest(url, timeout=10).get_json("/v2", "reading the server metadata").get("version", "?"))
 
 
 def table(rounds: Sequence[dict[str, Result]]) -> list[str]:

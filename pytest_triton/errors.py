@@ -13,6 +13,7 @@ whole family at once::
      │    ├── ModelLoadError               a model failed to load (Triton's text)
      │    └── ServerTimeout (TimeoutError) readiness not reached in time
      └── InferenceError                    a request failed (keeps request/response)
+          └── InferenceTimeout (TimeoutError) no reply in time
 """
 
 from __future__ import annotations
@@ -103,3 +104,7 @@ class InferenceError(PytestTritonError):
         self.request = request
         self.response = response
         super().__init__(message)
+
+
+class InferenceTimeout(InferenceError, TimeoutError):
+    """An inference request got no reply within its timeout (it is never resent)."""
