@@ -16,8 +16,7 @@ import pytest
 
 from pytest_triton.contract_items import collect_contract_items
 from pytest_triton.contract_items import load_contracts
-from pytest_triton.lint_items import collect_lint_items
-from pytest_triton.lint_items import lint_targets_from_config
+from pytest_triton.lint_items import pytest_make_collect_report  # noqa: F401  (a hook: lint collectors)
 
 if TYPE_CHECKING:
     from pytest_triton.bench.session import TritonBench
@@ -62,6 +61,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Lint this repository, model folder or model.tar.gz as test items (repeatable)",
     )
     group.addoption(
+        "--triton-lint-limit",
+        metavar="NAME=N",
+        action="append",
+        default=[],
+        help="Raise or lower a lint limit, e.g. max_config_bytes=32M (repeatable; see python -m pytest_triton lint -h)",
+    )
+    group.addoption(
         "--triton-budgets",
         metavar="FILE",
         default=None,
@@ -101,6 +107,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="3000",
     )
     parser.addini("triton_lint_paths", "Paths linted as test items (like --triton-lint)", type="paths", default=[])
+    parser.addini(
+        "triton_lint_limits", "Lint limits as NAME=N lines (like --triton-lint-limit)", type="linelist", default=[]
+    )
     parser.addini("triton_repository", "Model repository served by the triton_server fixture", default="")
     parser.addini("triton_launcher", "Default launcher (local, url or a registered one)", default="")
     parser.addini("triton_startup_timeout", "Seconds to wait for the server and its models", default="120")
@@ -192,9 +201,6 @@ def _bench(config: pytest.Config) -> TritonBench:
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    targets = lint_targets_from_config(config)
-    if targets:
-        items[:0] = collect_lint_items(session, targets)
     items.extend(collect_contract_items(session))
     launcher = config.getoption("triton_launcher") or config.getini("triton_launcher") or "local"
     for item in items:
