@@ -5,8 +5,12 @@ whole family at once::
 
     PytestTritonError
      ├── ConfigError (ValueError)          a config.pbtxt or option value is wrong
-     │    └── ConfigSyntaxError            protobuf could not read the text
+     │    ├── ConfigSyntaxError            protobuf could not read the text
+     │    ├── ConfigLimitExceeded          a config (or a literal in it) beyond the linter's limits
+     │    └── OnnxReadError                an ONNX file that cannot be read as a model
      ├── LintFailed                        a repository has lint errors
+     ├── ContractFailure (AssertionError)  a declared contract does not hold (variant, output, worst element)
+     ├── VariantUnavailable                a declared variant cannot run here (the item is skipped)
      ├── MissingDependency (ImportError)   an optional extra is not installed
      ├── ServerError
      │    ├── ServerStartError             the server exited or never got ready
@@ -45,12 +49,36 @@ class ConfigSyntaxError(ConfigError):
     """protobuf's text_format parser rejected the text; keeps its line and column."""
 
 
+class ConfigLimitExceeded(ConfigError):
+    """A config.pbtxt, or a token in it, is larger than the linter's limits (``max_config_bytes``...)."""
+
+
+class OnnxReadError(ConfigError):
+    """An ONNX file that cannot be read as a model (missing, a Git LFS pointer, not ONNX, truncated)."""
+
+    def __init__(self, reason: str, *, path: str | None = None) -> None:
+        super().__init__(reason, path=path)
+
+
 class LintFailed(PytestTritonError):
     """Linting found errors; ``findings`` holds every finding, not only the first."""
 
     def __init__(self, message: str, findings: list[Any]) -> None:
         super().__init__(message)
         self.findings = findings
+
+
+class ContractFailure(PytestTritonError, AssertionError):
+    """A contract item failed; the message is the whole report (variant, output, worst element)."""
+
+
+class VariantUnavailable(PytestTritonError):
+    """A variant cannot run on this machine or in this session; ``reason`` says why."""
+
+    def __init__(self, variant: str, reason: str) -> None:
+        super().__init__(f"variant {variant!r}: {reason}")
+        self.variant = variant
+        self.reason = reason
 
 
 class MissingDependency(PytestTritonError, ImportError):

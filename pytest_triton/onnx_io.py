@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_triton.dtypes import DATA_TYPES
-from pytest_triton.errors import ConfigError
+from pytest_triton.errors import OnnxReadError
 
 FULL_LOAD_LIMIT = 64 * 2**20
 # config data type -> ONNX TensorProto.DataType (ModelConfigDataTypeToOnnxDataType); BF16 has none there
@@ -40,13 +40,6 @@ class OnnxIO:
     inputs: dict[str, Tensor]
     initializers: dict[str, Tensor]
     outputs: dict[str, Tensor]
-
-
-class OnnxReadError(ConfigError):
-    """An ONNX file that cannot be read as a model (missing, a Git LFS pointer, not ONNX, truncated)."""
-
-    def __init__(self, reason: str, *, path: str | None = None) -> None:
-        super().__init__(reason, path=path)
 
 
 def read_onnx_io(path: Path, *, full_load_limit: int = FULL_LOAD_LIMIT) -> OnnxIO:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 
-from pytest_triton.errors import ConfigError
+from pytest_triton.errors import ConfigLimitExceeded
 
 Path = tuple[str | int, ...]
 
@@ -38,10 +38,6 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 _NEWLINE = re.compile("\n")
-
-
-class ConfigLimitExceeded(ConfigError):
-    """A token of config.pbtxt is longer than the linter's ``max_literal_bytes``."""
 
 
 # a token: (kind, text, offset in the text); kinds are the first letters of the group names

@@ -18,6 +18,7 @@ import difflib
 from pathlib import Path
 from typing import Any
 
+from pytest_triton.errors import OnnxReadError
 from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.context import RepositoryContext
 from pytest_triton.lint.rules.catalog import RuleTable
@@ -26,7 +27,6 @@ from pytest_triton.lint.rules.schema_common import normalized
 from pytest_triton.onnx_io import CONFIG_TO_ONNX
 from pytest_triton.onnx_io import ONNX_TO_TRITON
 from pytest_triton.onnx_io import OnnxIO
-from pytest_triton.onnx_io import OnnxReadError
 from pytest_triton.onnx_io import Tensor
 from pytest_triton.onnx_io import read_onnx_io
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from pytest_triton.errors import OnnxReadError
 from pytest_triton.lint import Finding
 from pytest_triton.lint import lint_path
 from pytest_triton.lint.rules import catalog
-from pytest_triton.onnx_io import OnnxReadError
 from pytest_triton.onnx_io import read_onnx_io
 from tests.unit.lint.helpers import write_model
 
