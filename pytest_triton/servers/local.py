@@ -61,6 +61,8 @@ from pytest_triton.servers.ports import reserve_ports
 from pytest_triton.servers.ports import sweep_stale_port_locks
 from pytest_triton.servers.process import describe_exit
 from pytest_triton.servers.process import make_owned_workdir
+from pytest_triton.servers.process import python_env_dirs
+from pytest_triton.servers.process import remove_empty_dirs
 from pytest_triton.servers.process import remove_shm
 from pytest_triton.servers.process import shm_prefix
 from pytest_triton.servers.process import spawn
@@ -154,6 +156,7 @@ class LocalLauncher:
         self._has_gpu: bool | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self._prepared: Prepared | None = None
+        self._python_envs: set[Path] = set()
         self.command: list[str] = []
 
     @classmethod
@@ -336,11 +339,13 @@ class LocalLauncher:
         try:
             prepared = self._prepared or self.prepare(self.repository)
             models = list(prepared.models)
+            python_envs_before = python_env_dirs()
             self._shm_prefix = shm_prefix(secrets.token_hex(4))
             for attempt in range(self.port_retries + 1):
                 try:
                     self._launch(binary, prepared.folder, models, attempt)
                     self._wait_started(models, budget)
+                    self._python_envs = python_env_dirs() - python_envs_before  # made while this server started
                     return self
                 except _PortInUse:
                     self._kill()
@@ -476,6 +481,7 @@ class LocalLauncher:
             stop_process_group(self._proc, interrupt_timeout=self.stop_timeout)
         if self._shm_prefix:
             remove_shm(self._shm_prefix)
+        remove_empty_dirs(self._python_envs)
         if self._ports is not None:
             self._ports.release()
             self._ports = None
