@@ -16,7 +16,6 @@ repository index (state and reason per model) instead of only the first one from
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import secrets
@@ -58,7 +57,6 @@ from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.logs import server_error
 from pytest_triton.servers.ports import PortReservation
 from pytest_triton.servers.ports import reserve_ports
-from pytest_triton.servers.ports import sweep_stale_port_locks
 from pytest_triton.servers.process import describe_exit
 from pytest_triton.servers.process import make_owned_workdir
 from pytest_triton.servers.process import python_env_dirs
@@ -67,8 +65,7 @@ from pytest_triton.servers.process import remove_shm
 from pytest_triton.servers.process import shm_prefix
 from pytest_triton.servers.process import spawn
 from pytest_triton.servers.process import stop_process_group
-from pytest_triton.servers.process import sweep_stale_shm
-from pytest_triton.servers.process import sweep_stale_workdirs
+from pytest_triton.servers.process import sweep_dead_owners
 from pytest_triton.servers.rest import IndexEntry
 from pytest_triton.servers.rest import TritonRest
 from pytest_triton.servers.wait import Poll
@@ -247,7 +244,7 @@ class LocalLauncher:
     def _work(self) -> Path:
         """This launcher's work folder (staged repository, logs), removed by stop() or at exit."""
         if self._workdir is None:
-            _sweep_dead_owners()  # before this launcher makes its own folder
+            sweep_dead_owners()  # before this launcher makes its own folder
             self._workdir = make_owned_workdir()
             self._arm_finalizer()
         return self._workdir
@@ -334,7 +331,7 @@ class LocalLauncher:
         if self.gpu and not self.has_gpu:
             raise ServerStartError(_NO_GPU_HINT)
         binary = self.binary
-        _sweep_dead_owners()
+        sweep_dead_owners()
         budget = _Budget(self.startup_timeout)
         try:
             prepared = self._prepared or self.prepare(self.repository)
@@ -525,15 +522,6 @@ class LocalLauncher:
                 exit_code=proc.returncode,
                 log_tail=self.log_tail(),
             )
-
-
-@functools.cache
-def _sweep_dead_owners() -> None:
-    """Once per process: remove what launchers of dead processes (a SIGKILLed pytest) left behind: shared
-    memory, work folders (logs, staged repositories) and port lock files."""
-    sweep_stale_shm()
-    sweep_stale_workdirs()
-    sweep_stale_port_locks()
 
 
 def _cleanup(proc: subprocess.Popen[bytes] | None, prefix: str, workdir: Path | None) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import functools
 import os
 import queue
 import re
@@ -326,3 +327,14 @@ def remove_empty_dirs(folders: set[Path]) -> None:
     for folder in folders:
         with contextlib.suppress(OSError):
             folder.rmdir()
+
+
+@functools.cache
+def sweep_dead_owners() -> None:
+    """Once per process: remove what launchers of dead processes (a SIGKILLed pytest) left behind: shared
+    memory, work folders (logs, staged repositories) and port lock files."""
+    from pytest_triton.servers.ports import sweep_stale_port_locks
+
+    sweep_stale_shm()
+    sweep_stale_workdirs()
+    sweep_stale_port_locks()

@@ -31,6 +31,7 @@ from pytest_triton.servers.base import InferenceEndpoint
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.base import ServerUrls
+from pytest_triton.servers.process import make_owned_workdir
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress
 
@@ -178,7 +179,7 @@ class SageMakerLauncher:
         if self._workdir is None:
             base = self.staging if self.staging is not None else Path(tempfile.gettempdir())
             base.mkdir(parents=True, exist_ok=True)
-            self._workdir = Path(tempfile.mkdtemp(prefix="pytest-triton-cloud-", dir=base))
+            self._workdir = make_owned_workdir(base)  # swept once its process is gone, even after SIGKILL
         return self._workdir
 
     def prepare(self, source: Path | None = None) -> Prepared:

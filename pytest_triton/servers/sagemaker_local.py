@@ -54,10 +54,12 @@ from pytest_triton.servers.logs import server_error
 from pytest_triton.servers.ports import PortReservation
 from pytest_triton.servers.ports import reserve_ports
 from pytest_triton.servers.process import describe_exit
+from pytest_triton.servers.process import make_owned_workdir
 from pytest_triton.servers.process import remove_shm
 from pytest_triton.servers.process import shm_prefix
 from pytest_triton.servers.process import spawn
 from pytest_triton.servers.process import stop_process_group
+from pytest_triton.servers.process import sweep_dead_owners
 from pytest_triton.servers.process import sweep_stale_shm
 from pytest_triton.servers.sagemaker_serve import RepositoryLayout
 from pytest_triton.servers.sagemaker_serve import ServePlan
@@ -235,7 +237,8 @@ class SageMakerLocalLauncher:
             raise ConfigError(f"{str(self.source)!r} does not exist; pass a model.tar.gz or a repository folder")
         base = self.staging if self.staging is not None else Path(tempfile.gettempdir())
         base.mkdir(parents=True, exist_ok=True)
-        self._workdir = Path(tempfile.mkdtemp(prefix="pytest-triton-sagemaker-", dir=base))
+        sweep_dead_owners()  # before this launcher makes its own folder
+        self._workdir = make_owned_workdir(base)  # swept once its process is gone, even after SIGKILL
         model_dir = self._workdir / "model"
         if is_archive(self.source):
             unpack_model_archive(self.source, model_dir)
