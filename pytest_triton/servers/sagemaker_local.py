@@ -21,8 +21,6 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-import urllib.error
-import urllib.request
 import weakref
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -61,6 +59,7 @@ from pytest_triton.servers.process import spawn
 from pytest_triton.servers.process import stop_process_group
 from pytest_triton.servers.process import sweep_dead_owners
 from pytest_triton.servers.process import sweep_stale_shm
+from pytest_triton.servers.rest import fetch_text
 from pytest_triton.servers.sagemaker_serve import RepositoryLayout
 from pytest_triton.servers.sagemaker_serve import ServePlan
 from pytest_triton.servers.sagemaker_serve import serve_plan
@@ -74,7 +73,6 @@ if TYPE_CHECKING:
 
     from pytest_triton.client.transports import SageMakerTransport
 
-_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 _FRONTEND_STARTED = "Started Sagemaker HTTPService"
 
 
@@ -341,12 +339,10 @@ class SageMakerLocalLauncher:
             if not any(_FRONTEND_STARTED in line for line in log.lines()):
                 return Poll(False, f"loading {model}")
             try:
-                with _NO_PROXY.open(ping, timeout=2.0) as reply:
-                    return Poll(reply.status == 200, f"/ping answered {reply.status}")
-            except urllib.error.HTTPError as exc:
-                return Poll(False, f"/ping answered {exc.code}")
-            except OSError as exc:
-                return Poll(False, f"/ping: {exc}")
+                fetch_text(ping, timeout=2.0)
+            except ServerError as exc:
+                return Poll(False, str(exc))
+            return Poll(True, "/ping answered 200")
 
         wait_until(
             check,

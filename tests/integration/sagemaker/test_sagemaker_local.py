@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import tarfile
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +16,7 @@ from pytest_triton.errors import ModelLoadError
 from pytest_triton.errors import ServerError
 from pytest_triton.repository.sagemaker import package_model_tar
 from pytest_triton.servers.base import ServeOptions
+from pytest_triton.servers.rest import fetch_text
 from pytest_triton.servers.sagemaker_local import SageMakerLocalLauncher
 
 from .repos import FAILING_INIT
@@ -55,8 +54,7 @@ def test_archive_is_served_on_invocations_only(tmp_path: Path, binary: bool) -> 
         assert prepared is not None
         assert prepared.models == ("python_add",)
         assert any("No SAGEMAKER_TRITON_DEFAULT_MODEL_NAME provided" in note for note in prepared.notes)
-        with urllib.request.urlopen(f"{urls.sagemaker}/ping", timeout=5) as reply:
-            assert reply.status == 200
+        fetch_text(f"{urls.sagemaker}/ping", timeout=5)  # raises unless 200
         out = launcher.transport("sagemaker", binary=binary).infer("python_add", {"A": A, "B": B}, ["SUM"])
         np.testing.assert_array_equal(out["SUM"], A + B)
     assert launcher.exit_status() is None  # stopped by us, not ended on its own
@@ -128,5 +126,5 @@ def test_urls_before_start_and_stop_twice(tmp_path: Path) -> None:
 def test_ping_fails_once_stopped(tmp_path: Path) -> None:
     with SageMakerLocalLauncher(_archive(tmp_path), progress=None) as launcher:
         ping = f"{launcher.urls.sagemaker}/ping"
-    with pytest.raises(urllib.error.URLError):
-        urllib.request.urlopen(ping, timeout=2)
+    with pytest.raises(ServerError, match="failed"):
+        fetch_text(ping, timeout=2)
