@@ -3,9 +3,9 @@
 # /opt/tritonserver/{bin,lib,backends/python}, a Python for the python backend), built offline from
 # Debian's packages (debootstrap + `docker import`) and the tritonserver of the installed nvidia-pytriton.
 #
-#   docker/standin/build.sh              build unless an image for these inputs exists; print its tag last
-#   docker/standin/build.sh --print-tag  print the tag for the current inputs, build nothing
-#   docker/standin/build.sh --rebuild    build even if the image exists
+#   docker-images/standin/build.sh              build unless an image for these inputs exists; print its tag last
+#   docker-images/standin/build.sh --print-tag  print the tag for the current inputs, build nothing
+#   docker-images/standin/build.sh --rebuild    build even if the image exists
 #
 # The tag is a hash of the inputs: this script, its folder (requirements, entry point), the Debian
 # suite and packages, and the nvidia-pytriton install (its RECORD lists every file with its sha256).

@@ -1,0 +1,118 @@
+"""Who owns a container: labels naming the run and the owner process, and sweeps of what dead owners left.
+
+Every container the docker launcher starts carries::
+
+    org.pytest-triton.run-id       one id per pytest run, shared by its xdist workers ($PYTEST_TRITON_RUN_ID)
+    org.pytest-triton.owner-pid    the process that started it (an xdist worker's containers are its own)
+    org.pytest-triton.owner-start  that process's start time (clock ticks since boot: a reused pid is not it)
+    org.pytest-triton.owner-host   this machine (hostname and boot id): owners elsewhere are never judged
+
+Three things remove containers whose owner is gone, fastest first: the owner's reaper process
+(:mod:`pytest_triton.servers.docker_reaper`, it sees the owner die even by SIGKILL), the pytest controller
+at the end of its run (every container of its run id), and :func:`sweep_dead_owners` at the start of a
+session (what a killed reaper, or a reboot, left). testcontainers' Ryuk does the same where it can be
+pulled; it cannot on air-gapped runners, so it is off by default.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+LABEL_PREFIX = "org.pytest-triton"
+RUN_ID = f"{LABEL_PREFIX}.run-id"
+OWNER_PID = f"{LABEL_PREFIX}.owner-pid"
+OWNER_START = f"{LABEL_PREFIX}.owner-start"
+OWNER_HOST = f"{LABEL_PREFIX}.owner-host"
+RUN_ID_ENV = "PYTEST_TRITON_RUN_ID"
+
+
+def run_id() -> str:
+    """This run's id: ``$PYTEST_TRITON_RUN_ID``, set here on first use so that xdist workers (started
+    later, with this environment) share the controller's id."""
+    value = os.environ.get(RUN_ID_ENV)
+    if not value:
+        value = uuid.uuid4().hex[:16]
+        os.environ[RUN_ID_ENV] = value
+    return value
+
+
+def process_start(pid: int) -> str | None:
+    """The start time of ``pid`` in clock ticks since boot (field 22 of /proc/PID/stat); None if it is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    fields = raw[raw.rfind(")") + 2 :].split()  # fields after "pid (comm)", starting with the state (field 3)
+    if fields[0] in ("Z", "X"):
+        return None
+    return fields[19]
+
+
+def host_id() -> str:
+    """This machine: its hostname and boot id (a container's pid means nothing on another host or boot)."""
+    boot = ""
+    with contextlib.suppress(OSError):
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    return f"{socket.gethostname()}/{boot}"
+
+
+def owner_labels(run: str | None = None) -> dict[str, str]:
+    """The labels of a container owned by this process in run ``run`` (default: :func:`run_id`)."""
+    pid = os.getpid()
+    return {
+        RUN_ID: run or run_id(),
+        OWNER_PID: str(pid),
+        OWNER_START: process_start(pid) or "",
+        OWNER_HOST: host_id(),
+    }
+
+
+def owner_alive(labels: Mapping[str, str]) -> bool:
+    """Whether the process named by a container's labels still runs (True when it is not on this host)."""
+    if labels.get(OWNER_HOST) != host_id():
+        return True
+    try:
+        pid = int(labels.get(OWNER_PID, ""))
+    except ValueError:
+        return False
+    start = process_start(pid)
+    return start is not None and start == labels.get(OWNER_START, start)
+
+
+def _remove(container: Any) -> bool:
+    from docker.errors import APIError
+    from docker.errors import NotFound
+
+    try:
+        container.remove(force=True, v=True)
+    except NotFound:
+        return False  # already gone (its reaper or another sweep was quicker)
+    except APIError as err:
+        if "is already in progress" in str(err):
+            return False
+        raise
+    return True
+
+
+def sweep_dead_owners(client: Any) -> list[str]:
+    """Remove containers of this host whose owner process is gone; returns their names."""
+    removed = []
+    for container in client.containers.list(all=True, filters={"label": OWNER_PID}):
+        if not owner_alive(container.labels) and _remove(container):
+            removed.append(container.name)
+    return removed
+
+
+def remove_run(client: Any, run: str) -> list[str]:
+    """Remove every container of run ``run`` (the controller does this when the run ends); returns their names."""
+    removed = []
+    for container in client.containers.list(all=True, filters={"label": f"{RUN_ID}={run}"}):
+        if _remove(container):
+            removed.append(container.name)
+    return removed
