@@ -4,6 +4,8 @@
 #   .ci/dockerd.sh start    start dockerd unless one already answers on the socket; wait until it answers
 #   .ci/dockerd.sh stop     stop the dockerd this script started (its pidfile); nothing else
 #   .ci/dockerd.sh status   say whether a daemon answers on the socket
+#   .ci/dockerd.sh memlock  print the hard memlock limit of the dockerd this script started, in bytes or
+#                           "unlimited" (a container cannot get more: Triton's memlock=-1 needs "unlimited")
 #
 # Loopback only: no bridge, no iptables rules, so containers run with host networking. Everything the
 # daemon keeps (images, containers, its pidfile and log) lives under $PYTEST_TRITON_DOCKERD_DIR
@@ -89,10 +91,17 @@ stop() {
   say "dockerd (pid $pid) stopped"
 }
 
+memlock() {
+  local pid
+  pid=$(our_pid) || { say "no dockerd started by this script runs (pidfile $pidfile)"; return 1; }
+  awk '/^Max locked memory/ {print $5}' "/proc/$pid/limits"
+}
+
 case "${1:-}" in
   start) start ;;
+  memlock) memlock ;;
   stop) stop ;;
   status)
     if answers; then say "a daemon answers on $socket"; else say "no daemon answers on $socket"; exit 1; fi ;;
-  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|memlock" >&2; exit 2 ;;
 esac

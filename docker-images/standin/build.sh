@@ -79,7 +79,13 @@ if [ "$mode" = build ] && docker image inspect "$tag" >/dev/null 2>&1; then
 fi
 
 command -v debootstrap >/dev/null || die "debootstrap not found: apt-get install -y debootstrap"
-[ "$(id -u)" -eq 0 ] || die "debootstrap needs root (this is uid $(id -u))"
+if [ "$(id -u)" -ne 0 ]; then
+  # debootstrap needs root: a hosted CI runner has password-less sudo
+  sudo -n true 2>/dev/null || die "debootstrap needs root (this is uid $(id -u), and sudo asks for a password)"
+  say "not root: running again under sudo"
+  exec sudo -n env PATH="$PATH" PYTHON="$(command -v "$python")" DEBIAN_MIRROR="$mirror" \
+    ${DOCKER_HOST:+DOCKER_HOST="$DOCKER_HOST"} bash "$0" "$@"
+fi
 
 started=$SECONDS
 work=$(mktemp -d "${TMPDIR:-/tmp}/pytest-triton-standin.XXXXXX")

@@ -148,7 +148,8 @@ class PullProgress:
         self.events += 1
         layer = event.get("id")
         status = str(event.get("status", ""))
-        if layer and status not in ("", "Pulling from"):
+        # "Pulling from REPO" carries the tag as its id, "Digest:"/"Status:" none: only layers are counted
+        if layer and status and not status.startswith(("Pulling from", "Digest:", "Status:")):
             detail = event.get("progressDetail") or {}
             _old, current, total = self._layers.get(str(layer), ("", 0, 0))
             current = int(detail.get("current", current) or 0)
