@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import subprocess
+from typing import Any
 
 import pytest
 
@@ -61,7 +62,7 @@ def test_pull_failures_are_one_line_each(detail: str, start: str) -> None:
 def test_pull_stream_error_is_found_and_progress_is_folded() -> None:
     lines: list[str] = []
     sink = PullProgress(NGC, lines.append, every=0.0)
-    events = [
+    events: list[dict[str, Any]] = [
         {"status": "Pulling from nvidia/tritonserver", "id": "26.05-py3"},
         {"status": "Pulling fs layer", "id": "a"},
         {"status": "Downloading", "id": "a", "progressDetail": {"current": 5 * 10**8, "total": 10**9}},
