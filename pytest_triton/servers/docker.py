@@ -341,7 +341,8 @@ class DockerLauncher:
         self._urls = ServerUrls.local(ports[0], ports[1], ports[2], ports[3] if self.sagemaker else None)
         self.command = self._build_command(models, ports)
         container = DockerContainer(self.image).with_command(self.command)
-        container.with_name(f"pytest-triton-{os.getpid()}-{secrets.token_hex(4)}")
+        name = f"pytest-triton-{os.getpid()}-{secrets.token_hex(4)}"
+        container.with_name(name)
         container.with_volume_mapping(str(self._staged), CONTAINER_REPOSITORY, "ro")
         env = dict(self.env)
         if self.sagemaker and len(models) == 1:  # what the SageMaker Triton image's serve script does
@@ -360,6 +361,8 @@ class DockerLauncher:
             labels=owner_labels(),
         )
         testcontainers_config.ryuk_disabled = not self.ryuk
+        # watched by name before it exists: a SIGKILL between create and start must not leave it behind
+        Reaper.get().watch(name)
         self._container = container
         self._final_state = None
         try:
@@ -368,7 +371,6 @@ class DockerLauncher:
             explanation = getattr(err, "explanation", None) or str(err)
             raise start_failure(self.image, str(explanation), gpu=self.gpu, ulimits=self.ulimits) from None
         assert self.container_id is not None
-        Reaper.get().watch(self.container_id)
         self._log = LogFile(self._workdir / f"tritonserver-{attempt}.log")
         self._log_thread = threading.Thread(
             target=_pump_logs,
@@ -402,11 +404,18 @@ class DockerLauncher:
         lines = self._log.lines() if self._log is not None else []
         if any("already in use" in line and "failed to start" in line for line in lines):
             raise _PortInUse()
-        error = last_error(lines) or "no error line in its log"
+        tail = self.log_tail()
+        usage = next((i for i, line in enumerate(lines) if line.startswith("Usage: tritonserver")), None)
+        if usage is not None:  # it rejected its command line: what it said comes before its long usage text
+            before = [line for line in lines[:usage] if line.strip()]
+            error = before[-1] if before else "it printed its usage: an argument was rejected"
+            tail = "\n".join(before[-50:])
+        else:
+            error = last_error(lines) or "no error line in its log"
         raise ServerStartError(
             f"the tritonserver container of {self.image!r} {_exit_words(code, oom)} before it was ready: {error}",
             exit_code=code,
-            log_tail=self.log_tail(),
+            log_tail=tail,
         )
 
     def _wait_started(self, models: list[str]) -> None:
@@ -429,12 +438,12 @@ class DockerLauncher:
     def _remove_container(self) -> None:
         container, self._container = self._container, None
         if container is not None and container._container is not None:
-            cid = str(container._container.id)
             with contextlib.suppress(Exception):
                 container._container.stop(timeout=int(self.stop_timeout))
             with contextlib.suppress(Exception):  # gone already (its reaper, a sweep or the user removed it)
                 container.stop(force=True, delete_volume=True)
-            Reaper.get().forget(cid)
+        if container is not None and container._name:
+            Reaper.get().forget(container._name)
         self._drain_logs()
         if self._ports is not None:
             self._ports.release()
@@ -457,6 +466,9 @@ class DockerLauncher:
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
     def __enter__(self) -> Self:
         return self.start()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import time
 from collections.abc import Iterable
 from collections.abc import Mapping
@@ -63,6 +64,21 @@ def _short(detail: object, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _unix_socket_refuses(host: str) -> OSError | None:
+    """Why the daemon's unix socket cannot be connected to (None: it accepts, or it is not a unix socket).
+
+    Checked here because docker-py leaves the socket of a failed connection open (a ResourceWarning later)."""
+    if not host.startswith("unix://"):
+        return None
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10.0)
+        try:
+            sock.connect(host.removeprefix("unix://"))
+        except OSError as err:
+            return err
+    return None
+
+
 def connect(timeout: float = 60.0) -> Any:
     """A ``docker.DockerClient`` for the daemon of the environment, checked with a ping.
 
@@ -73,12 +89,16 @@ def connect(timeout: float = 60.0) -> Any:
         from docker.errors import DockerException
     except ImportError:
         raise MissingDependency("docker", DOCKER_EXTRA) from None
+    refused = _unix_socket_refuses(docker_host())
+    if refused is not None:
+        raise ServerStartError(no_daemon_message(refused))
+    client = None
     try:
         client = docker.from_env(timeout=int(timeout))
         client.ping()
-    except DockerException as err:
-        raise ServerStartError(no_daemon_message(err)) from None
-    except OSError as err:  # a socket that exists but refuses, raised below docker-py's own wrapping
+    except (DockerException, OSError) as err:  # OSError: a socket that refuses, below docker-py's wrapping
+        if client is not None:
+            client.close()
         raise ServerStartError(no_daemon_message(err)) from None
     return client
 

@@ -85,12 +85,12 @@ def owner_alive(labels: Mapping[str, str]) -> bool:
     return start is not None and start == labels.get(OWNER_START, start)
 
 
-def _remove(container: Any) -> bool:
+def _remove(client: Any, container_id: str) -> bool:
     from docker.errors import APIError
     from docker.errors import NotFound
 
     try:
-        container.remove(force=True, v=True)
+        client.api.remove_container(container_id, force=True, v=True)
     except NotFound:
         return False  # already gone (its reaper or another sweep was quicker)
     except APIError as err:
@@ -100,19 +100,25 @@ def _remove(container: Any) -> bool:
     return True
 
 
+def _listed(client: Any, label: str) -> list[tuple[str, str, dict[str, str]]]:
+    """(id, name, labels) of the containers carrying ``label``, from one list call: docker-py's
+    ``containers.list()`` inspects each one afterwards and fails on a container removed meanwhile."""
+    found = []
+    for entry in client.api.containers(all=True, filters={"label": label}):
+        names = entry.get("Names") or [""]
+        found.append((str(entry["Id"]), str(names[0]).lstrip("/"), dict(entry.get("Labels") or {})))
+    return found
+
+
 def sweep_dead_owners(client: Any) -> list[str]:
     """Remove containers of this host whose owner process is gone; returns their names."""
-    removed = []
-    for container in client.containers.list(all=True, filters={"label": OWNER_PID}):
-        if not owner_alive(container.labels) and _remove(container):
-            removed.append(container.name)
-    return removed
+    return [
+        name
+        for container_id, name, labels in _listed(client, OWNER_PID)
+        if not owner_alive(labels) and _remove(client, container_id)
+    ]
 
 
 def remove_run(client: Any, run: str) -> list[str]:
     """Remove every container of run ``run`` (the controller does this when the run ends); returns their names."""
-    removed = []
-    for container in client.containers.list(all=True, filters={"label": f"{RUN_ID}={run}"}):
-        if _remove(container):
-            removed.append(container.name)
-    return removed
+    return [name for container_id, name, _labels in _listed(client, f"{RUN_ID}={run}") if _remove(client, container_id)]

@@ -74,8 +74,8 @@ def no_leftovers(docker_client: Any) -> Iterator[None]:
     from pytest_triton.servers.docker_owners import OWNER_PID
 
     label = f"{OWNER_PID}={os.getpid()}"
-    before = {c.id for c in docker_client.containers.list(all=True, filters={"label": label})}
+    before = {c["Id"] for c in docker_client.api.containers(all=True, filters={"label": label})}
     yield
-    after = docker_client.containers.list(all=True, filters={"label": label})
-    left = [c.name for c in after if c.id not in before]
+    after = docker_client.api.containers(all=True, filters={"label": label})
+    left = [c["Names"] for c in after if c["Id"] not in before]
     assert not left, f"containers left behind: {left}"

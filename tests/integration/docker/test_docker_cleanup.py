@@ -40,16 +40,20 @@ time.sleep(600)
 """
 
 
-def _containers(client: Any, label: str) -> list[Any]:
-    return list(client.containers.list(all=True, filters={"label": label}))
+def _containers(client: Any, label: str) -> list[dict[str, Any]]:
+    """The containers carrying ``label``, from one list call (no inspect that a removal could race)."""
+    return list(client.api.containers(all=True, filters={"label": label}))
+
+
+def _names(client: Any, label: str) -> set[str]:
+    return {c["Names"][0].lstrip("/") for c in _containers(client, label)}
 
 
 def _wait_gone(client: Any, label: str, timeout: float) -> float:
     start = time.monotonic()
     while _containers(client, label):
         if time.monotonic() - start > timeout:
-            names = [c.name for c in _containers(client, label)]
-            pytest.fail(f"containers with {label} still there after {timeout} s: {names}")
+            pytest.fail(f"containers with {label} still there after {timeout} s: {_names(client, label)}")
         time.sleep(0.2)
     return time.monotonic() - start
 
@@ -75,6 +79,9 @@ def test_sigkill_of_the_owner_removes_its_container(standin_image: str, docker_c
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def test_sweep_removes_only_containers_of_dead_owners_on_this_host(standin_image: str, docker_client: Any) -> None:
@@ -100,11 +107,10 @@ def test_sweep_removes_only_containers_of_dead_owners_on_this_host(standin_image
     try:
         removed = sweep_dead_owners(docker_client)
         assert set(removed) >= {created["dead"].name, created["reused-pid"].name}
-        left = {c.name for c in _containers(docker_client, f"{RUN_ID}=sweep-test")}
-        assert left == {created["alive"].name, created["elsewhere"].name}
+        assert _names(docker_client, f"{RUN_ID}=sweep-test") == {created["alive"].name, created["elsewhere"].name}
     finally:
         for container in _containers(docker_client, f"{RUN_ID}=sweep-test"):
-            container.remove(force=True)
+            docker_client.api.remove_container(container["Id"], force=True)
 
 
 XDIST_TESTS = """
@@ -134,12 +140,12 @@ def test_sigkill_of_one_xdist_worker(standin_image: str, docker_client: Any, tmp
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "-q", str(tmp_path / "test_hold.py")]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 180
-        while len(running := [c for c in _containers(docker_client, f"{RUN_ID}={run}") if c.status == "running"]) < 2:
+        deadline = time.monotonic() + 300  # two workers start pytest and a container each on a shared machine
+        while len(running := [c for c in _containers(docker_client, f"{RUN_ID}={run}") if c["State"] == "running"]) < 2:
             assert proc.poll() is None, f"the run ended early: {proc.stdout.read() if proc.stdout else ''}"
             assert time.monotonic() < deadline, "the two workers did not both start a container"
             time.sleep(0.5)
-        victim = int(running[0].labels[OWNER_PID])
+        victim = int(running[0]["Labels"][OWNER_PID])
         os.kill(victim, signal.SIGKILL)
         _wait_gone(docker_client, f"{OWNER_PID}={victim}", timeout=30)
         release.touch()
@@ -150,6 +156,6 @@ def test_sigkill_of_one_xdist_worker(standin_image: str, docker_client: Any, tmp
         release.touch()
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            proc.communicate()
         for container in _containers(docker_client, f"{RUN_ID}={run}"):
-            container.remove(force=True)
+            docker_client.api.remove_container(container["Id"], force=True)
