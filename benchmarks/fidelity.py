@@ -42,7 +42,6 @@ import sys
 import tempfile
 import time
 import urllib.parse
-import urllib.request
 import zipfile
 from collections.abc import Callable
 from collections.abc import Sequence
@@ -65,8 +64,9 @@ from pytest_triton.bench.server_stats import stats_delta
 from pytest_triton.client.nli import NliTokenizer
 from pytest_triton.client.nli import load_samples
 from pytest_triton.client.transports import TritonHttpTransport
-from pytest_triton.fixtures import SessionState
-from pytest_triton.fixtures import TritonServerFactory
+from pytest_triton.servers.base import ServeOptions
+from pytest_triton.servers.factory import ServerFactory
+from pytest_triton.servers.rest import TritonRest
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOL_DIR = ROOT / ".tools" / "perf_analyzer"
@@ -327,8 +327,7 @@ def _version(dist: str) -> str:
 
 
 def _server_version(url: str) -> str:
-    with urllib.request.urlopen(f"{url}/v2", timeout=10) as response:
-        return str(json.load(response).get("version", "?"))
+    return str(TritonRest(url, timeout=10).get_json("/v2", "reading the server metadata").get("version", "?"))
 
 
 def table(rounds: Sequence[dict[str, Result]]) -> list[str]:
@@ -422,11 +421,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir = Path(tmp)
         input_data = workdir / "input_data.json"
         write_input_data(requests, input_data)
-        factory = TritonServerFactory(launcher="local", staging=workdir / "staging", state=SessionState(), gpu=False)
+        factory = ServerFactory("local", ServeOptions(gpu=False, staging=workdir / "staging"))
         transport: TritonHttpTransport | None = None
         try:
             server = factory.start(args.repo)
             url = server.urls.http
+            assert url is not None, "the local launcher serves HTTP"
             server_version = _server_version(url)
             transport = TritonHttpTransport(url)
             plugin_calls = [plugin_call(transport, r) for r in requests]

@@ -12,7 +12,9 @@ whole family at once::
      │    ├── ServerStartError             the server exited or never got ready
      │    ├── ModelLoadError               a model failed to load (Triton's text)
      │    └── ServerTimeout (TimeoutError) readiness not reached in time
-     └── InferenceError                    a request failed (keeps request/response)
+     ├── InferenceError                    a request failed (keeps request/response)
+     │    └── InferenceTimeout (TimeoutError) no reply in time
+     └── PlacementError (AssertionError)   ONNX Runtime left nodes off the wanted provider
 """
 
 from __future__ import annotations
@@ -102,4 +104,16 @@ class InferenceError(PytestTritonError):
     def __init__(self, message: str, *, request: Any = None, response: Any = None) -> None:
         self.request = request
         self.response = response
+        super().__init__(message)
+
+
+class InferenceTimeout(InferenceError, TimeoutError):
+    """An inference request got no reply within its timeout (it is never resent)."""
+
+
+class PlacementError(PytestTritonError, AssertionError):
+    """ONNX Runtime ran more nodes off the wanted provider than a contract allows; keeps the report."""
+
+    def __init__(self, message: str, *, report: Any = None) -> None:
+        self.report = report
         super().__init__(message)

@@ -1,4 +1,4 @@
-"""What accelerator this machine has: used by --gpu and to key latency budgets."""
+"""What accelerator this machine has: the one rule behind --gpu, a launcher's ``has_gpu`` and budget keys."""
 
 from __future__ import annotations
 
@@ -11,11 +11,16 @@ import subprocess
 from pytest_triton.errors import PytestTritonError
 
 
-@functools.cache
 def gpu_names() -> tuple[str, ...]:
-    """Names of the visible NVIDIA GPUs (empty when none or no driver)."""
-    if os.environ.get("CUDA_VISIBLE_DEVICES", None) in {"", "-1"}:
+    """Names of the visible NVIDIA GPUs: what ``nvidia-smi`` lists, none when CUDA_VISIBLE_DEVICES hides them
+    all ("" or "-1") or there is no driver."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", "x").strip() in {"", "-1"}:
         return ()
+    return _listed_gpus()
+
+
+@functools.cache
+def _listed_gpus() -> tuple[str, ...]:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return ()
@@ -32,13 +37,23 @@ def gpu_names() -> tuple[str, ...]:
     return tuple(line.strip() for line in out.splitlines() if line.strip())
 
 
+def gpu_visible() -> bool:
+    """Whether at least one GPU is visible here (see :func:`gpu_names`)."""
+    return bool(gpu_names())
+
+
+def _cuda_visible_devices() -> str:
+    value = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return "CUDA_VISIBLE_DEVICES is unset" if value is None else f"CUDA_VISIBLE_DEVICES={value!r}"
+
+
 def require_gpu() -> tuple[str, ...]:
     """Fail fast (before any test runs) when --gpu was asked for and no GPU is visible."""
     names = gpu_names()
     if not names:
         raise PytestTritonError(
             "--gpu was given but no GPU is visible (nvidia-smi found none or is missing; "
-            f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r}); "
+            f"{_cuda_visible_devices()}); "
             "run on a GPU runner, or drop --gpu to run the CPU suite"
         )
     return names

@@ -6,6 +6,7 @@ here; fixtures import launchers and clients when a test asks for them.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Generator
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,21 +14,25 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_triton.contract_items import collect_contract_items
+from pytest_triton.contract_items import load_contracts
 from pytest_triton.lint_items import collect_lint_items
 from pytest_triton.lint_items import lint_targets_from_config
 
 if TYPE_CHECKING:
     from pytest_triton.bench.session import TritonBench
     from pytest_triton.client.triton import TritonClients
-    from pytest_triton.fixtures import TritonServerFactory
     from pytest_triton.repository.builder import RepositoryBuilder
     from pytest_triton.servers.base import TritonLauncher
+    from pytest_triton.serving import TritonServerFactory
+    from pytest_triton.session_state import SessionState
 
 MARKERS = {
     "gpu": "Test needs a GPU; runs only with --gpu",
-    "docker": "Test needs a Docker engine and the docker launcher (--triton-launcher docker)",
-    "cloud": "Test needs AWS SageMaker (--triton-launcher sagemaker)",
+    "docker": "Test needs a Docker engine and a docker launcher (none ships in this version: skipped)",
+    "cloud": "Test needs AWS SageMaker and a sagemaker launcher (none ships in this version: skipped)",
     "triton_lint": "Lint item of a model folder (select them with -m triton_lint)",
+    "triton_contract": "Item of a contracts file (select them with -m triton_contract)",
 }
 
 
@@ -36,9 +41,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gpu", action="store_true", default=False, help="Require GPUs; run tests marked gpu")
     group.addoption(
         "--triton-launcher",
-        choices=("local", "url"),
+        metavar="NAME",
         default=None,
-        help="How to get a Triton server: a local process (default) or an existing one (--triton-url)",
+        help="How to get a Triton server: local (a tritonserver process, the default), url (a running one, "
+        "--triton-url), or a launcher another package registers",
     )
     group.addoption("--tritonserver", metavar="PATH", default=None, help="tritonserver binary for the local launcher")
     group.addoption("--triton-url", metavar="URL", default=None, help="HTTP URL of a running Triton (url launcher)")
@@ -70,7 +76,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="Budget hardware key to use instead of this machine's (e.g. nvidia-a10g)",
     )
+    group.addoption(
+        "--triton-contracts",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="Contracts file (TOML, or a pyproject.toml's [tool.pytest-triton.contracts]) run as items (repeatable)",
+    )
+    group.addoption(
+        "--triton-unstable",
+        choices=("warn", "fail"),
+        default=None,
+        help="What an unstable latency measurement within budget does: warn (default) or fail; over budget fails",
+    )
     parser.addini("triton_budgets", "Latency budget file", default="model_repos/budgets.toml")
+    parser.addini("triton_unstable", "Unstable latency measurement within budget: warn or fail", default="warn")
+    parser.addini(
+        "triton_contracts", "Contracts files run as items (like --triton-contracts)", type="paths", default=[]
+    )
     parser.addini(
         "triton_window_ms",
         "Latency measurement window in ms; windows repeat until the last three agree within 10%",
@@ -78,7 +101,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("triton_lint_paths", "Paths linted as test items (like --triton-lint)", type="paths", default=[])
     parser.addini("triton_repository", "Model repository served by the triton_server fixture", default="")
-    parser.addini("triton_launcher", "Default launcher: local or url", default="local")
+    parser.addini("triton_launcher", "Default launcher (local, url or a registered one)", default="")
     parser.addini("triton_startup_timeout", "Seconds to wait for the server and its models", default="120")
 
 
@@ -93,6 +116,15 @@ def pytest_configure(config: pytest.Config) -> None:
             require_gpu()
         except PytestTritonError as exc:
             raise pytest.UsageError(str(exc)) from exc
+    chosen = config.getoption("triton_launcher")
+    if chosen:  # an unknown launcher fails before any test runs, listing the known ones
+        from pytest_triton.errors import ConfigError
+        from pytest_triton.servers.registry import launcher_class
+
+        try:
+            launcher_class(chosen)
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from exc
     if config.getoption("triton_budgets"):  # a named budget file is checked before any test runs
         from pytest_triton.errors import ConfigError
 
@@ -100,18 +132,22 @@ def pytest_configure(config: pytest.Config) -> None:
             _bench(config)
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from exc
+    load_contracts(config)
 
 
 def _bench(config: pytest.Config) -> TritonBench:
     from pytest_triton.bench.sampling import WindowPolicy
-    from pytest_triton.bench.session import BENCH_KEY
     from pytest_triton.bench.session import TritonBench
     from pytest_triton.errors import ConfigError
+    from pytest_triton.session_state import BENCH_KEY
 
     if BENCH_KEY not in config.stash:
         named = config.getoption("triton_budgets")
         path = named or str(config.rootpath / str(config.getini("triton_budgets")))
-        bench = TritonBench.from_options(path, config.getoption("triton_hardware"), required=named is not None)
+        unstable = config.getoption("triton_unstable") or str(config.getini("triton_unstable"))
+        bench = TritonBench.from_options(
+            path, config.getoption("triton_hardware"), required=named is not None, unstable=unstable
+        )
         window = str(config.getini("triton_window_ms"))
         try:
             window_ms = float(window)
@@ -126,7 +162,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     targets = lint_targets_from_config(config)
     if targets:
         items[:0] = collect_lint_items(session, targets)
-    launcher = config.getoption("triton_launcher") or config.getini("triton_launcher")
+    items.extend(collect_contract_items(session))
+    launcher = config.getoption("triton_launcher") or config.getini("triton_launcher") or "local"
     for item in items:
         if item.get_closest_marker("gpu") and not config.getoption("gpu"):
             item.add_marker(pytest.mark.skip(reason="needs a GPU: run with --gpu on a GPU runner"))
@@ -152,10 +189,18 @@ def triton_repository(tmp_path: Path) -> RepositoryBuilder:
 def triton_server_factory(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TritonServerFactory]:
-    """Start Triton servers for repositories built in tests; every server is stopped at the end."""
-    from pytest_triton.fixtures import TritonServerFactory
+    """Start Triton servers for repositories built in tests; every server is stopped at the end.
 
-    factory = TritonServerFactory.from_config(request.config, tmp_path_factory.mktemp("triton-staging"))
+    ``triton_server_factory.start(repository)`` serves a repository with the session's launcher
+    (``--triton-launcher``) and returns it once ready; ``launcher.transport()`` reaches it.
+    """
+    from pytest_triton.errors import ConfigError
+    from pytest_triton.serving import TritonServerFactory
+
+    try:
+        factory = TritonServerFactory.from_config(request.config, tmp_path_factory.mktemp("triton-staging"))
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from exc
     try:
         yield factory
     finally:
@@ -169,15 +214,21 @@ def triton_server(request: pytest.FixtureRequest, triton_server_factory: TritonS
 
 
 @pytest.fixture
-def triton_client(triton_server: TritonLauncher) -> TritonClients:
-    """tritonclient HTTP and gRPC clients bound to the session's ``triton_server``.
+def triton_client(request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory) -> TritonClients:
+    """tritonclient HTTP and gRPC clients for the session's server, or else the newest one the test started.
 
-    A server that has crashed fails the test here, saying how it ended, instead of "connection refused".
+    With ``--triton-repository`` they are bound to ``triton_server`` at setup: a server that has crashed fails
+    the test there, saying how it ended, instead of "connection refused". Without it they bind, when first
+    used, to the newest server ``triton_server_factory`` started.
     """
     from pytest_triton.client.triton import TritonClients
 
-    triton_server.check_alive()
-    return TritonClients.connect(triton_server)
+    config = request.config
+    if triton_server_factory.configured_repository(config) or triton_server_factory.launcher == "url":
+        server = triton_server_factory.session_server(config)
+        server.check_alive()
+        return TritonClients.connect(server)
+    return TritonClients(lambda: triton_server_factory.default_server(config))
 
 
 @pytest.fixture(scope="session")
@@ -191,28 +242,64 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    from pytest_triton.fixtures import attach_server_logs
+    from pytest_triton.serving import attach_server_logs
 
     attach_server_logs(item, report)
     return report
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[object], request: pytest.FixtureRequest) -> Generator[None]:
+    # servers started while a fixture is set up belong to it: a failing test gets the logs of the servers
+    # its fixtures started, not of every server in the session
+    from pytest_triton.session_state import session_state
+
+    with _owner(session_state(request.config), fixturedef.argname):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None]:
+    from pytest_triton.session_state import session_state
+
+    with _owner(session_state(item.config), item.nodeid):
+        return (yield)
+
+
+@contextlib.contextmanager
+def _owner(state: SessionState, name: str) -> Iterator[None]:
+    state.starting.append(name)
+    try:
+        yield
+    finally:
+        state.starting.pop()
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    from pytest_triton.bench.session import BENCH_KEY
-    from pytest_triton.fixtures import summary_lines
+    from pytest_triton.contract_items import summary_lines as contract_lines
+    from pytest_triton.contract_items import write_contracts_report
+    from pytest_triton.serving import summary_lines
+    from pytest_triton.session_state import BENCH_KEY
 
     lines = summary_lines(config)
     if lines:
         terminalreporter.section("triton")
         for line in lines:
             terminalreporter.write_line(line)
+    report = config.getoption("triton_report")
+    lines = contract_lines(config)
+    if lines:
+        terminalreporter.section("triton contracts")
+        for line in lines:
+            terminalreporter.write_line(line)
+        if report:
+            terminalreporter.write_line(f"report written: {write_contracts_report(config, report)}")
     bench = config.stash.get(BENCH_KEY, None)
-    if bench is None or not bench.results:
+    if bench is None or not (bench.results or bench.parity):
         return
     terminalreporter.section("triton latency")
     for line in bench.summary_lines():
         terminalreporter.write_line(line)
-    report = config.getoption("triton_report")
     if report:
-        for path in bench.write_report(report):
+        for path in bench.write_report(report, root=config.rootpath):
             terminalreporter.write_line(f"report written: {path}")

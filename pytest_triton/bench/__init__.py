@@ -9,16 +9,29 @@ from __future__ import annotations
 from pytest_triton.bench.budgets import Budget
 from pytest_triton.bench.budgets import BudgetFile
 from pytest_triton.bench.budgets import Check
+from pytest_triton.bench.budgets import HardwarePolicy
 from pytest_triton.bench.budgets import Verdict
 from pytest_triton.bench.budgets import evaluate
 from pytest_triton.bench.budgets import load_budgets
 from pytest_triton.bench.budgets import parse_budgets
+from pytest_triton.bench.interleave import Interleaved
+from pytest_triton.bench.interleave import measure_interleaved
+from pytest_triton.bench.parity_record import ParityRecord
+from pytest_triton.bench.provenance import Provenance
+from pytest_triton.bench.provenance import collect_provenance
+from pytest_triton.bench.relative import RelativeBudget
+from pytest_triton.bench.relative import RelativeResult
+from pytest_triton.bench.relative import evaluate_relative
+from pytest_triton.bench.report import ReportData
 from pytest_triton.bench.report import table_lines
 from pytest_triton.bench.report import to_json
 from pytest_triton.bench.report import to_markdown
 from pytest_triton.bench.report import to_svg
 from pytest_triton.bench.report import write_report
+from pytest_triton.bench.results import SideBySide
+from pytest_triton.bench.results import UnstablePolicy
 from pytest_triton.bench.results import VariantResult
+from pytest_triton.bench.results import assert_contracts
 from pytest_triton.bench.results import assert_within_budget
 from pytest_triton.bench.results import build_result
 from pytest_triton.bench.sampling import Measurement
@@ -49,24 +62,37 @@ __all__ = [
     "Budget",
     "BudgetFile",
     "Check",
+    "HardwarePolicy",
+    "Interleaved",
     "LatencyStats",
     "Measurement",
+    "ParityRecord",
     "PhaseSplit",
+    "Provenance",
+    "RelativeBudget",
+    "RelativeResult",
+    "ReportData",
     "ServerSplit",
+    "SideBySide",
     "StatsWindow",
+    "UnstablePolicy",
     "VariantResult",
     "Verdict",
     "WarmupRecord",
     "Window",
     "WindowPolicy",
+    "assert_contracts",
     "assert_within_budget",
     "build_result",
+    "collect_provenance",
     "composing_models",
     "evaluate",
+    "evaluate_relative",
     "fetch_metrics",
     "fetch_statistics",
     "load_budgets",
     "measure",
+    "measure_interleaved",
     "metrics_delta",
     "nearest_rank",
     "parse_budgets",

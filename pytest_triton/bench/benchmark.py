@@ -1,6 +1,6 @@
 """Hand measured latencies to pytest-benchmark, so ``--benchmark-save``/``--benchmark-compare`` see them.
 
-What we chose, and why (pytest-benchmark 5.2):
+What we chose, and why (pytest-benchmark 5.3.1 and later 5.x; see the bench extra in pyproject.toml):
 
 - pytest-benchmark has no public way to add externally timed rounds. Its ``benchmark.pedantic(target,
   rounds=N, iterations=1)`` times each round as ``end - start`` of two calls to the fixture's timer, around one
@@ -14,7 +14,8 @@ What we chose, and why (pytest-benchmark 5.2):
 - ``benchmark.extra_info`` carries what pytest-benchmark does not compute: p50/p90/p95/p99 (perf_analyzer's
   rule), samples/s, batch size, stability, warm-up and, with a :class:`VariantResult`, the verdict, budget and
   server split. It is saved in the JSON under ``extra_info``.
-- With ``--benchmark-disable`` nothing is recorded (pedantic only calls the no-op once); with
+- With ``--benchmark-disable`` nothing is recorded (pedantic only calls the no-op once, and 5.3.1 writes no
+  ``--benchmark-json`` file); with
   ``--benchmark-skip`` the ``benchmark`` fixture skips the test before we get here.
 """
 
@@ -102,7 +103,7 @@ def record_benchmark(
     if not hasattr(benchmark, "_timer"):
         raise RuntimeError(
             "this pytest-benchmark has no BenchmarkFixture._timer; pytest-triton cannot replay measured samples "
-            "into it (tested with pytest-benchmark 4.0-5.2); extra_info still holds the percentiles"
+            "into it (tested with pytest-benchmark 5.3.1-5.x); extra_info still holds the percentiles"
         )
     original = benchmark._timer
     benchmark._timer = _ReplayClock(samples_s)

@@ -15,8 +15,19 @@
 
 A percentile above ``budget * (1 + tolerance)`` fails; throughput below ``budget * (1 - tolerance)`` fails.
 A hardware key (or a variant) that the file does not have means *measure and report, do not assert*: the verdict
-is ``report-only``. Every value is validated on load; a bad one raises :class:`ConfigError` naming the file, the
-line, the key path (``nvidia-a10g.triton-ort-gpu.p99_ms``) and the value.
+is ``report-only``.
+
+A hardware table may say that its absolute numbers are not to be asserted (a shared, noisy machine) and why::
+
+    [cpu-2core-x86_64]
+    enforce_absolute = false
+    enforce_reason = "shared 2-core CI runner: absolute latency measures the neighbours"
+
+Its absolute budgets are then still checked and shown, with a ``report-only`` verdict that gives the reason; its
+relative budgets (``[[<hardware>.relative]]``, see :mod:`pytest_triton.bench.relative`) are asserted.
+
+Every value is validated on load; a bad one raises :class:`ConfigError` naming the file, the line, the key path
+(``nvidia-a10g.triton-ort-gpu.p99_ms``) and the value.
 """
 
 from __future__ import annotations
@@ -24,13 +35,17 @@ from __future__ import annotations
 import itertools
 import re
 import sys
+from collections.abc import Collection
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 from typing import Literal
 from typing import final
 
+from pytest_triton.bench.relative import RELATIVE_METRICS
+from pytest_triton.bench.relative import RelativeBudget
 from pytest_triton.bench.stats import PERCENTILES
 from pytest_triton.bench.stats import LatencyStats
 from pytest_triton.errors import ConfigError
@@ -40,12 +55,35 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["Budget", "BudgetFile", "Check", "Verdict", "VerdictStatus", "evaluate", "load_budgets", "parse_budgets"]
+__all__ = [
+    "Budget",
+    "BudgetFile",
+    "Check",
+    "HardwarePolicy",
+    "Verdict",
+    "VerdictStatus",
+    "evaluate",
+    "load_budgets",
+    "parse_budgets",
+]
 
 DEFAULT_TOLERANCE = 0.10
 _LIMITS = tuple(f"p{p}_ms" for p in PERCENTILES)
 _SHARED_KEYS = {"source", "tolerance", "batch_size", "throughput_batch_size", "notes"}
 _VARIANT_KEYS = {*_LIMITS, "samples_per_s", *_SHARED_KEYS}
+_HARDWARE_KEYS = {"enforce_absolute", "enforce_reason", "relative"}
+_RELATIVE_KEYS = {
+    "name",
+    "variant",
+    "baseline",
+    "metric",
+    "max_ratio",
+    "max_added_ms",
+    "min_ratio",
+    "source",
+    "tolerance",
+    "notes",
+}
 
 VerdictStatus = Literal["pass", "fail", "unstable", "report-only", "skipped"]
 
@@ -85,14 +123,37 @@ class Budget:
 
 @final
 @dataclass(frozen=True)
+class HardwarePolicy:
+    """What a hardware table asserts: absolute budgets too (known hardware) or only relative ones, and why."""
+
+    enforce_absolute: bool = True
+    reason: str = ""
+    batch_size: int = 1
+    throughput_batch_size: int = 8
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+
+
+@final
+@dataclass(frozen=True)
 class BudgetFile:
-    """Every budget of a file: ``budgets[hardware][variant]``."""
+    """Every budget of a file: ``budgets[hardware][variant]``, ``relative[hardware]``, ``policies[hardware]``."""
 
     path: Path | None
     budgets: Mapping[str, Mapping[str, Budget]]
+    relative: Mapping[str, tuple[RelativeBudget, ...]] = field(default_factory=dict)
+    policies: Mapping[str, HardwarePolicy] = field(default_factory=dict)
 
     def lookup(self, hardware: str, variant: str) -> Budget | None:
         return self.budgets.get(hardware, {}).get(variant)
+
+    def policy(self, hardware: str) -> HardwarePolicy:
+        return self.policies.get(hardware, HardwarePolicy())
+
+    def relative_budgets(self, hardware: str, variants: Collection[str]) -> tuple[RelativeBudget, ...]:
+        """The relative budgets of ``hardware`` whose variant and baseline are both among ``variants``."""
+        return tuple(r for r in self.relative.get(hardware, ()) if r.variant in variants and r.baseline in variants)
 
     def missing_reason(self, hardware: str, variant: str) -> str:
         """Why :meth:`lookup` found nothing, for a report-only verdict."""
@@ -184,6 +245,67 @@ class _Validator:
                 raise self.fail(table, k2, f"{hardware}.{name}.{k2}={v2!r} is below {k1}={v1!r}: percentiles must rise")
         return Budget(hardware=hardware, variant=name, **fields)
 
+    def relative(self, hardware: str, index: int, data: Any, base: dict[str, Any]) -> RelativeBudget:
+        table = (hardware, "relative")
+        where = f"{hardware}.relative[{index}]"
+        if not isinstance(data, dict):
+            raise self.fail((hardware,), "relative", f"{where}={data!r}: expected a [[{hardware}.relative]] table")
+        for key in data:
+            if key not in _RELATIVE_KEYS:
+                known = ", ".join(sorted(_RELATIVE_KEYS))
+                raise self.fail(table, key, f"{where}.{key}: unknown key; allowed keys: {known}")
+        fields: dict[str, Any] = {"source": base.get("source", ""), "tolerance": base["tolerance"]}
+        for key in ("name", "variant", "baseline", "source", "notes"):
+            if key in data:
+                value = data[key]
+                if not isinstance(value, str) or (key != "notes" and not value.strip()):
+                    raise self.fail(table, key, f"{where}.{key}={value!r}: expected a non-empty string")
+                fields[key] = value
+        for key in ("variant", "baseline"):
+            if key not in fields:
+                raise self.fail(table, None, f"{where}: no {key}; name the {key} variant")
+        metric = data.get("metric", "p50_ms")
+        if metric not in RELATIVE_METRICS:
+            raise self.fail(
+                table, "metric", f"{where}.metric={metric!r}: expected one of {', '.join(RELATIVE_METRICS)}"
+            )
+        fields["metric"] = metric
+        if "tolerance" in data:
+            fields["tolerance"] = self.shared(table, {"tolerance": data["tolerance"]}, {})["tolerance"]
+        allowed: tuple[str, ...] = ("min_ratio",) if metric == "samples_per_s" else ("max_ratio", "max_added_ms")
+        for key in ("max_ratio", "max_added_ms", "min_ratio"):
+            if key in data:
+                if key not in allowed:
+                    raise self.fail(table, key, f"{where}.{key}: not a limit of metric={metric!r}; use {allowed}")
+                fields[key] = self.number(table, key, data[key], "a number > 0")
+        if not any(k in fields for k in allowed):
+            raise self.fail(table, None, f"{where}: no limit; give {' or '.join(allowed)}")
+        if not fields["source"]:
+            raise self.fail(table, None, f"{where}: no source; say where the numbers come from")
+        return RelativeBudget(hardware=hardware, **fields)
+
+    def policy(self, hardware: str, table: Mapping[str, Any], base: Mapping[str, Any]) -> HardwarePolicy:
+        enforce = table.get("enforce_absolute", True)
+        if not isinstance(enforce, bool):
+            raise self.fail(
+                (hardware,), "enforce_absolute", f"{hardware}.enforce_absolute={enforce!r}: expected true or false"
+            )
+        reason = table.get("enforce_reason", "")
+        if not isinstance(reason, str):
+            raise self.fail((hardware,), "enforce_reason", f"{hardware}.enforce_reason={reason!r}: expected a string")
+        if not enforce and not reason.strip():
+            raise self.fail(
+                (hardware,),
+                "enforce_absolute",
+                f"{hardware}.enforce_absolute=false needs enforce_reason: say why absolute numbers are not asserted",
+            )
+        return HardwarePolicy(
+            enforce_absolute=enforce,
+            reason=reason,
+            batch_size=base.get("batch_size", 1),
+            throughput_batch_size=base.get("throughput_batch_size", 8),
+        )
+
 
 def parse_budgets(text: str, path: str | Path | None = None) -> BudgetFile:
     """Parse and validate budget TOML ``text`` (``path`` only names it in errors)."""
@@ -196,13 +318,20 @@ def parse_budgets(text: str, path: str | Path | None = None) -> BudgetFile:
         raise ConfigError(f"not valid TOML: {exc}", path=where, line=line, col=col) from exc
     check = _Validator(where, text)
     budgets: dict[str, dict[str, Budget]] = {}
+    relative: dict[str, tuple[RelativeBudget, ...]] = {}
+    policies: dict[str, HardwarePolicy] = {}
     for hardware, table in data.items():
         if not isinstance(table, dict):
             raise check.fail((), hardware, f"{hardware}={table!r}: expected a [hardware] table of variants")
         base = check.shared((hardware,), table, {"tolerance": DEFAULT_TOLERANCE})
+        policies[hardware] = check.policy(hardware, table, base)
+        entries = table.get("relative", [])
+        if not isinstance(entries, list):
+            raise check.fail((hardware,), "relative", f"{hardware}.relative: expected [[{hardware}.relative]] tables")
+        relative[hardware] = tuple(check.relative(hardware, i, entry, base) for i, entry in enumerate(entries))
         budgets[hardware] = {}
         for name, value in table.items():
-            if name in _SHARED_KEYS:
+            if name in _SHARED_KEYS or name in _HARDWARE_KEYS:
                 continue
             if not isinstance(value, dict):
                 allowed = ", ".join(sorted(_SHARED_KEYS))
@@ -210,7 +339,7 @@ def parse_budgets(text: str, path: str | Path | None = None) -> BudgetFile:
                     (hardware,), name, f"{hardware}.{name}={value!r}: not a variant table nor one of {allowed}"
                 )
             budgets[hardware][name] = check.variant(hardware, name, value, base)
-    return BudgetFile(Path(path) if path is not None else None, budgets)
+    return BudgetFile(Path(path) if path is not None else None, budgets, relative, policies)
 
 
 def load_budgets(path: str | Path) -> BudgetFile:
@@ -273,12 +402,14 @@ def evaluate(
     *,
     stable: bool = True,
     missing_reason: str = "no budget: measured and reported only",
+    policy: HardwarePolicy | None = None,
 ) -> Verdict:
     """Hold ``latency`` (percentiles) and ``throughput`` (samples/s) to ``budget``.
 
     Percentiles are checked on the measurement taken at ``budget.batch_size``, samples/s on the one taken at
     ``budget.throughput_batch_size`` (either argument may be that one); a limit with no such measurement is
-    listed as not measured, never as passed.
+    listed as not measured, never as passed. Under a ``policy`` that does not enforce absolute budgets, the
+    checks are made and shown but the verdict is ``report-only`` with the policy's reason.
     """
     if budget is None:
         return Verdict("report-only", missing_reason)
@@ -299,6 +430,14 @@ def evaluate(
     failed = [c for c in checks if c.ok is False]
     unmeasured = [c for c in checks if c.ok is None]
     text = "; ".join(c.describe() for c in failed or checks)
+    if policy is not None and not policy.enforce_absolute:
+        within = "over budget" if failed else "within budget" if not unmeasured else "partly measured"
+        unsettled = "" if stable else ", measurement unstable"
+        return Verdict(
+            "report-only",
+            f"{within}{unsettled}, not asserted here ({budget.hardware}: {policy.reason}); {text}",
+            tuple(checks),
+        )
     if failed:
         return Verdict("fail", text, tuple(checks))
     if not stable:

@@ -1,26 +1,60 @@
-"""Latency reports: a terminal table, JSON, Markdown and an SVG of latency histograms (written by hand).
+"""Contract reports: a terminal table, JSON, Markdown and an SVG chart (see :mod:`pytest_triton.bench.svg`).
 
 :func:`write_report` takes a *path prefix* and writes three sibling files, ``PREFIX.json``, ``PREFIX.md`` and
 ``PREFIX.svg`` (a suffix ``.json``/``.md``/``.svg`` on the prefix is dropped; parent folders are created).
-Skipped variants appear in every format as SKIPPED with their reason, never as passed.
+A report holds the latency results, the relative budgets between variants measured side by side, the parity
+comparisons and the provenance (:class:`ReportData`). Skipped variants appear in every format as SKIPPED with
+their reason, never as passed; absolute numbers that are not asserted on this hardware say so.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape
-from xml.sax.saxutils import quoteattr
+from typing import final
 
+from pytest_triton.bench.parity_record import ParityRecord
+from pytest_triton.bench.provenance import Provenance
+from pytest_triton.bench.relative import RelativeResult
 from pytest_triton.bench.results import VariantResult
 
-__all__ = ["table_lines", "to_json", "to_markdown", "to_svg", "write_report"]
+__all__ = [
+    "ReportData",
+    "parity_lines",
+    "parity_row",
+    "relative_lines",
+    "short_verdict",
+    "table_lines",
+    "to_json",
+    "to_markdown",
+    "to_svg",
+    "verdict_text",
+    "write_report",
+]
 
 COLUMNS = ("variant", "p50", "p90", "p95", "p99", "samples/s", "queue/compute", "budget", "verdict")
-REPORT_VERSION = 1
+RELATIVE_COLUMNS = ("relative budget", "variant", "baseline", "ratio", "difference", "limit", "verdict")
+PARITY_COLUMNS = ("parity", "preset", "outputs", "max abs err", "max rel err", "worst element", "labels", "verdict")
+REPORT_VERSION = 2
+
+
+@final
+@dataclass(frozen=True)
+class ReportData:
+    """Everything one report shows."""
+
+    results: tuple[VariantResult, ...] = ()
+    relative: tuple[RelativeResult, ...] = ()
+    parity: tuple[ParityRecord, ...] = ()
+    provenance: Provenance | None = None
+    explanations: tuple[str, ...] = ()
+
+
+def _data(data: ReportData | Sequence[VariantResult]) -> ReportData:
+    return data if isinstance(data, ReportData) else ReportData(tuple(data))
 
 
 def _ms(value: float | None) -> str:
@@ -45,8 +79,13 @@ def _split(result: VariantResult) -> str:
     return f"q {queue_us / 1e3:.2f} / c {split.compute_us / 1e3:.2f} ms"
 
 
+def short_verdict(result: VariantResult) -> str:
+    """One word for a narrow cell: PASS, FAIL, UNSTABLE, REPORT-ONLY or SKIPPED (details go below the table)."""
+    return result.verdict.status.upper()
+
+
 def verdict_text(result: VariantResult) -> str:
-    """The verdict cell: PASS, FAIL: <failed checks>, UNSTABLE, REPORT-ONLY or SKIPPED: <reason>."""
+    """The verdict with its detail: PASS, FAIL: <failed checks>, UNSTABLE: ..., REPORT-ONLY ..., SKIPPED: ..."""
     v = result.verdict
     label = v.status.upper()
     if v.status == "pass":
@@ -74,16 +113,58 @@ def _row(result: VariantResult) -> list[str]:
     ]
 
 
-def table_lines(results: Sequence[VariantResult]) -> list[str]:
-    """An aligned text table (latencies in ms), then a line per note: hardware, stability, warm-up, notes."""
-    rows = [list(COLUMNS), *(_row(r) for r in results)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS) - 1)]
+def _relative_row(r: RelativeResult) -> list[str]:
+    b = r.budget
+    unit = "/s" if b.is_rate else " ms"
+    ratio = "-" if r.ratio is None else f"{r.ratio:.3f}×"
+    added = "-" if r.added is None else f"{r.added:+.2f}{unit}"
+    mine = "-" if r.variant_value is None else f"{b.variant} {r.variant_value:.2f}{unit}"
+    theirs = "-" if r.baseline_value is None else f"{b.baseline} {r.baseline_value:.2f}{unit}"
+    return [b.label, mine, theirs, ratio, added, b.describe(), r.status.upper()]
+
+
+def parity_row(p: ParityRecord) -> list[str]:
+    worst = max(p.outputs, key=lambda o: o.max_abs_error, default=None)
+    return [
+        p.label,
+        p.preset,
+        ", ".join(o.name for o in p.outputs) or "-",
+        f"{max((o.max_abs_error for o in p.outputs), default=0.0):.3g}",
+        f"{max((o.max_rel_error for o in p.outputs), default=0.0):.3g}",
+        worst.worst_text() if worst else "-",
+        p.labels_text(),
+        "PASS" if p.ok else "FAIL",
+    ]
+
+
+def _aligned(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Columns padded to their widest cell; the last column is left unpadded (it may be long)."""
+    table = [list(columns), *(list(r) for r in rows)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(columns) - 1)]
     lines = []
-    for i, row in enumerate(rows):
+    for i, row in enumerate(table):
         cells = [cell.ljust(w) if j == 0 else cell.rjust(w) for j, (cell, w) in enumerate(zip(row, widths))]
         lines.append("  ".join([*cells, row[-1]]).rstrip())
         if i == 0:
             lines.append("-" * len(lines[0]))
+    return lines
+
+
+def relative_lines(relative: Sequence[RelativeResult]) -> list[str]:
+    """The relative-budget table (empty when there are none)."""
+    return _aligned(RELATIVE_COLUMNS, [_relative_row(r) for r in relative]) if relative else []
+
+
+def parity_lines(parity: Sequence[ParityRecord]) -> list[str]:
+    """The parity table (empty when nothing was compared)."""
+    return _aligned(PARITY_COLUMNS, [parity_row(p) for p in parity]) if parity else []
+
+
+def table_lines(data: ReportData | Sequence[VariantResult]) -> list[str]:
+    """Aligned text tables (latency, relative budgets, parity), then a line per note."""
+    data = _data(data)
+    results = data.results
+    lines = _aligned(COLUMNS, [_row(r) for r in results]) if results else []
     hardware = sorted({r.hardware for r in results})
     if hardware:
         lines.append(f"hardware: {', '.join(hardware)}; latencies in ms at concurrency 1")
@@ -96,159 +177,127 @@ def table_lines(results: Sequence[VariantResult]) -> list[str]:
         if r.latency is not None and not r.stable:
             lines.append(f"{r.variant}: {r.stability}")
         lines.extend(f"{r.variant}: {note}" for note in r.notes)
+    if data.relative:
+        lines += ["", *relative_lines(data.relative)]
+        lines += [f"{r.budget.label}: {r.reason}" for r in data.relative if r.status != "pass"]
+    if data.parity:
+        lines += ["", *parity_lines(data.parity)]
     return lines
 
 
-def to_json(results: Sequence[VariantResult]) -> dict[str, Any]:
-    """Everything, samples included, with ``columns``-free structure (see :meth:`VariantResult.as_dict`)."""
-    return {"version": REPORT_VERSION, "results": [r.as_dict() for r in results]}
+def to_json(data: ReportData | Sequence[VariantResult]) -> dict[str, Any]:
+    """Everything, samples included (see :meth:`VariantResult.as_dict`)."""
+    data = _data(data)
+    return {
+        "version": REPORT_VERSION,
+        "provenance": data.provenance.as_dict() if data.provenance else None,
+        "results": [r.as_dict() for r in data.results],
+        "relative": [r.as_dict() for r in data.relative],
+        "parity": [p.as_dict() for p in data.parity],
+        "explanations": list(data.explanations),
+    }
 
 
 def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def to_markdown(results: Sequence[VariantResult]) -> str:
-    """A Markdown table, then each variant's verdict reason, stability, budget source and notes."""
-    lines = ["# Latency report", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(_md_cell(c) for c in _row(r)) + " |" for r in results]
-    lines.append("")
-    for r in results:
-        lines += [
-            f"## {r.variant} ({r.hardware})",
-            "",
-            f"- verdict: **{r.verdict.status.upper()}**: {r.verdict.reason}",
-        ]
-        if r.budget is not None:
-            lines.append(f"- budget: {r.budget.describe()}; source: {r.budget.source}")
-        if r.stability:
-            lines.append(f"- stability: {r.stability}")
-        if r.latency is not None:
-            s = r.latency
-            lines.append(
-                f"- b={s.batch_size}: {s.count} requests, mean {s.mean_ms:.2f} ms, stdev {s.stdev_ms:.2f} ms, "
-                f"min {s.min_ms:.2f} ms, max {s.max_ms:.2f} ms, {s.samples_per_s:.1f} samples/s"
-            )
-        if r.throughput is not None:
-            t = r.throughput
-            lines.append(
-                f"- b={t.batch_size}: {t.count} requests, p50 {t.p50_ms:.2f} ms, {t.samples_per_s:.1f} samples/s"
-            )
-        for split in r.server.models if r.server else ():
-            lines.append(
-                f"- server `{split.model}` v{split.version} ({r.server.source if r.server else ''}): "
-                f"{split.requests} requests, queue {split.queue_us:.0f} µs, compute input "
-                f"{split.compute_input_us:.0f} µs, infer {split.compute_infer_us:.0f} µs, output "
-                f"{split.compute_output_us:.0f} µs, request {split.request_us:.0f} µs"
-            )
-        for key, values in r.warmup_s.items():
-            lines.append(f"- warm-up b={key} (excluded): " + ", ".join(f"{v:.3f} s" for v in values))
-        lines += [f"- note: {n}" for n in r.notes]
+def _md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    return lines + ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+
+
+def _variant_details(r: VariantResult) -> list[str]:
+    lines = [f"### {r.variant} ({r.hardware})", "", f"- verdict: **{r.verdict.status.upper()}**: {r.verdict.reason}"]
+    if r.budget is not None:
+        lines.append(f"- budget: {r.budget.describe()}; source: {r.budget.source}")
+    if r.stability:
+        lines.append(f"- stability: {r.stability}")
+    if r.interleaved_with:
+        lines.append(f"- measured side by side with: {', '.join(r.interleaved_with)}")
+    if r.load_average:
+        lines.append(f"- load average when measured: {'/'.join(f'{v:g}' for v in r.load_average)} (1/5/15 min)")
+    if r.latency is not None:
+        s = r.latency
+        lines.append(
+            f"- b={s.batch_size}: {s.count} requests, mean {s.mean_ms:.2f} ms, stdev {s.stdev_ms:.2f} ms, "
+            f"min {s.min_ms:.2f} ms, max {s.max_ms:.2f} ms, {s.samples_per_s:.1f} samples/s"
+        )
+    if r.throughput is not None:
+        t = r.throughput
+        lines.append(f"- b={t.batch_size}: {t.count} requests, p50 {t.p50_ms:.2f} ms, {t.samples_per_s:.1f} samples/s")
+    for split in r.server.models if r.server else ():
+        lines.append(
+            f"- server `{split.model}` v{split.version} ({r.server.source if r.server else ''}): "
+            f"{split.requests} requests, queue {split.queue_us:.0f} µs, compute input "
+            f"{split.compute_input_us:.0f} µs, infer {split.compute_infer_us:.0f} µs, output "
+            f"{split.compute_output_us:.0f} µs, request {split.request_us:.0f} µs"
+        )
+    for key, values in r.warmup_s.items():
+        lines.append(f"- warm-up b={key} (excluded): " + ", ".join(f"{v:.3f} s" for v in values))
+    lines += [f"- note: {n}" for n in r.notes]
+    return [*lines, ""]
+
+
+def to_markdown(data: ReportData | Sequence[VariantResult]) -> str:
+    """Tables with short verdict cells, then the details of every verdict, the provenance and how to read it."""
+    data = _data(data)
+    lines = ["# Contract report", ""]
+    if data.provenance is not None:
+        lines += [f"- {line}" for line in data.provenance.lines()] + [""]
+    if data.results:
+        rows = [[*_row(r)[:-1], short_verdict(r)] for r in data.results]
+        lines += ["## Latency", "", *_md_table(COLUMNS, rows), ""]
+    if data.relative:
+        rows = [_relative_row(r) for r in data.relative]
+        lines += ["## Relative budgets (measured side by side)", "", *_md_table(RELATIVE_COLUMNS, rows), ""]
+        for r in data.relative:
+            lines.append(f"- {r.budget.label}: **{r.status.upper()}**: {r.reason}")
+            if r.stability:
+                lines.append(f"  - stability: {r.stability}")
+            lines.append(f"  - source: {r.budget.source}")
         lines.append("")
+    if data.parity:
+        lines += ["## Parity", "", *_md_table(PARITY_COLUMNS, [parity_row(p) for p in data.parity]), ""]
+        for p in data.parity:
+            lines.append(f"- {p.label} vs {p.reference}: tolerance {p.tolerance}")
+            for o in p.outputs:
+                state = "ok" if o.ok else f"FAILED: {o.problem}"
+                lines.append(
+                    f"  - `{o.name}` {o.dtype} {list(o.shape)}: {state}; {o.mismatched} of {o.total} outside "
+                    f"tolerance; max abs {o.max_abs_error:.6g}, max rel {o.max_rel_error:.6g}; worst {o.worst_text()}"
+                )
+            lines += [f"  - label differs: {d}" for d in p.label_disagreements]
+        lines.append("")
+    if data.results:
+        lines += ["## Verdicts in detail", ""]
+        for result in data.results:
+            lines += _variant_details(result)
+    if data.explanations:
+        lines += ["## Reading this report", ""]
+        lines += [f"- {text}" for text in data.explanations] + [""]
     return "\n".join(lines)
 
 
-# -- SVG ------------------------------------------------------------------------------------------------------
+def to_svg(data: ReportData | Sequence[VariantResult]) -> str:
+    """The SVG chart (see :func:`pytest_triton.bench.svg.render`)."""
+    from pytest_triton.bench.svg import render
 
-_W, _PANEL, _SKIP_PANEL, _LEFT, _RIGHT, _TOP = 760, 190, 44, 60, 20, 34
-_TITLE_CHARS = 100
-
-
-def _ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    return [lo + (hi - lo) * i / (count - 1) for i in range(count)]
+    return render(_data(data))
 
 
-def _histogram_panel(r: VariantResult, y0: int) -> list[str]:
-    out = []
-    title = f"{r.variant} ({r.hardware})"
-    if r.latency is not None:
-        s = r.latency
-        title += f" b={s.batch_size} n={s.count}: p50 {s.p50_ms:.2f} ms, p99 {s.p99_ms:.2f} ms"
-    title += f" | {verdict_text(r)}"
-    if len(title) > _TITLE_CHARS:  # keep it inside the picture; the full text is in the JSON and Markdown
-        title = title[: _TITLE_CHARS - 1] + "…"
-    out.append(f'<text x="{_LEFT}" y="{y0 + 16}" font-size="12" font-weight="bold">{escape(title)}</text>')
-    samples = sorted(r.samples_ms)
-    budget_p99 = None
-    if r.budget is not None and r.budget.p99_ms is not None:
-        budget_p99 = r.budget.p99_ms * (1 + r.budget.tolerance)
-    lo = samples[0]
-    hi = max(samples[-1], budget_p99 or 0.0)
-    if hi <= lo:
-        hi = lo + max(abs(lo) * 0.01, 1e-3)
-    bins = min(40, max(5, math.ceil(math.sqrt(len(samples)))))
-    counts = [0] * bins
-    for v in samples:
-        counts[min(bins - 1, int((v - lo) / (hi - lo) * bins))] += 1
-    plot_w, plot_h = _W - _LEFT - _RIGHT, _PANEL - _TOP - 40
-    base = y0 + _TOP + plot_h
-    peak = max(counts)
-    bar_w = plot_w / bins
-
-    def x_of(value: float) -> float:
-        return _LEFT + (value - lo) / (hi - lo) * plot_w
-
-    for i, c in enumerate(counts):
-        h = plot_h * c / peak if peak else 0
-        out.append(
-            f'<rect x="{_LEFT + i * bar_w:.1f}" y="{base - h:.1f}" width="{max(bar_w - 1, 0.5):.1f}" '
-            f'height="{h:.1f}" fill="#4c78a8"><title>{c} request(s)</title></rect>'
-        )
-    out.append(f'<line x1="{_LEFT}" y1="{base}" x2="{_W - _RIGHT}" y2="{base}" stroke="#333"/>')
-    for t in _ticks(lo, hi):
-        out.append(f'<text x="{x_of(t):.1f}" y="{base + 14}" font-size="10" text-anchor="middle">{t:.2f}</text>')
-    out.append(f'<text x="{_W - _RIGHT}" y="{base + 28}" font-size="10" text-anchor="end">latency (ms)</text>')
-    out.append(f'<text x="{_LEFT - 6}" y="{base - plot_h + 8}" font-size="10" text-anchor="end">{peak}</text>')
-    marks = []
-    if r.latency is not None:
-        marks += [(r.latency.p50_ms, "#2ca02c", "p50", ""), (r.latency.p99_ms, "#ff7f0e", "p99", "")]
-    if budget_p99 is not None:
-        marks.append((budget_p99, "#d62728", "budget p99", ' stroke-dasharray="5,3"'))
-    for value, color, label, dash in marks:
-        x = x_of(value)
-        out.append(f'<line x1="{x:.1f}" y1="{base - plot_h}" x2="{x:.1f}" y2="{base}" stroke="{color}"{dash}/>')
-        near_right = x > _W - _RIGHT - 80  # label to the left of its line, inside the picture
-        anchor = f'x="{x - 3:.1f}" text-anchor="end"' if near_right else f'x="{x + 3:.1f}"'
-        out.append(f'<text {anchor} y="{base - plot_h + 10}" font-size="10" fill="{color}">{label}</text>')
-    return out
-
-
-def to_svg(results: Sequence[VariantResult]) -> str:
-    """One latency histogram per measured variant (p50, p99 and the budget's p99 marked); one line per skip."""
-    body: list[str] = []
-    y = 10
-    for r in results:
-        if r.samples_ms:
-            body.append(f'<g class="histogram" data-variant={quoteattr(r.variant)}>')
-            body += _histogram_panel(r, y)
-            body.append("</g>")
-            y += _PANEL
-        else:
-            text = f"{r.variant} ({r.hardware}): {verdict_text(r)}"
-            body.append(
-                f'<text class="no-samples" x="{_LEFT}" y="{y + 20}" font-size="11" fill="#7f7f7f">'
-                f"{escape(text if len(text) <= _TITLE_CHARS + 10 else text[: _TITLE_CHARS + 9] + '…')}</text>"
-            )
-            y += _SKIP_PANEL
-    height = max(y + 10, 40)
-    head = (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{height}" viewBox="0 0 {_W} {height}" '
-        'font-family="sans-serif">'
-    )
-    return "\n".join([head, f'<rect width="{_W}" height="{height}" fill="white"/>', *body, "</svg>", ""])
-
-
-def write_report(results: Sequence[VariantResult], path_prefix: str | Path) -> list[Path]:
+def write_report(data: ReportData | Sequence[VariantResult], path_prefix: str | Path) -> list[Path]:
     """Write ``PREFIX.json``, ``PREFIX.md`` and ``PREFIX.svg``; return their paths."""
+    data = _data(data)
     prefix = Path(path_prefix)
     if prefix.suffix in (".json", ".md", ".svg"):
         prefix = prefix.with_suffix("")
     prefix.parent.mkdir(parents=True, exist_ok=True)
     written = []
     for suffix, text in (
-        (".json", json.dumps(to_json(results), indent=2, allow_nan=False) + "\n"),
-        (".md", to_markdown(results)),
-        (".svg", to_svg(results)),
+        (".json", json.dumps(to_json(data), indent=2, allow_nan=False) + "\n"),
+        (".md", to_markdown(data)),
+        (".svg", to_svg(data)),
     ):
         path = prefix.with_name(prefix.name + suffix)
         path.write_text(text, encoding="utf-8")

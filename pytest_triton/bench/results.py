@@ -7,17 +7,32 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
+from typing import Literal
 from typing import final
 
 from pytest_triton.bench.budgets import Budget
 from pytest_triton.bench.budgets import BudgetFile
 from pytest_triton.bench.budgets import Verdict
 from pytest_triton.bench.budgets import evaluate
+from pytest_triton.bench.relative import RelativeResult
 from pytest_triton.bench.sampling import Measurement
 from pytest_triton.bench.server_stats import ServerSplit
 from pytest_triton.bench.stats import LatencyStats
 
-__all__ = ["VariantResult", "assert_within_budget", "build_result"]
+__all__ = [
+    "UNSTABLE_CHOICES",
+    "SideBySide",
+    "UnstablePolicy",
+    "VariantResult",
+    "assert_contracts",
+    "assert_within_budget",
+    "build_result",
+]
+
+UnstablePolicy = Literal["fail", "warn"]
+UNSTABLE_CHOICES: tuple[UnstablePolicy, ...] = ("warn", "fail")
+"""What an unstable measurement within budget does: ``warn`` (reported, passes; the default) or ``fail``.
+Over budget it fails either way."""
 
 
 @final
@@ -44,6 +59,8 @@ class VariantResult:
     samples_ms: tuple[float, ...] = ()
     warmup_s: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    load_average: tuple[float, ...] = ()
+    interleaved_with: tuple[str, ...] = ()
 
     @classmethod
     def skipped(cls, variant: str, hardware: str, reason: str, *, budget: Budget | None = None) -> VariantResult:
@@ -69,6 +86,8 @@ class VariantResult:
             "stability": self.stability,
             "warmup_s": {k: list(v) for k, v in self.warmup_s.items()},
             "notes": list(self.notes),
+            "load_average": list(self.load_average),
+            "interleaved_with": list(self.interleaved_with),
             "samples_ms": list(self.samples_ms),
         }
 
@@ -83,8 +102,10 @@ def build_result(
     server: ServerSplit | None = None,
     model: str | None = None,
     notes: Sequence[str] = (),
+    load_average: Sequence[float] = (),
+    interleaved_with: Sequence[str] = (),
 ) -> VariantResult:
-    """Summarize the measurements, look the budget up and give the verdict."""
+    """Summarize the measurements, look the budget up and give the verdict (under the hardware's policy)."""
     budget = budgets.lookup(hardware, variant) if budgets else None
     runs = [m for m in (latency, throughput) if m is not None]
     stable = all(m.stable for m in runs)
@@ -99,6 +120,7 @@ def build_result(
         throughput.stats() if throughput else None,
         stable=stable,
         missing_reason=missing,
+        policy=budgets.policy(hardware) if budgets else None,
     )
     warmup: dict[str, tuple[float, ...]] = {}
     for m in runs:
@@ -118,25 +140,76 @@ def build_result(
         samples_ms=tuple(v / 1e6 for v in latency.samples_ns) if latency else (),
         warmup_s=warmup,
         notes=tuple(notes),
+        load_average=tuple(load_average),
+        interleaved_with=tuple(interleaved_with),
     )
 
 
 def assert_within_budget(result: VariantResult, *, allow_unstable: bool = False) -> None:
     """Fail when the verdict is ``fail`` (or ``unstable``, unless ``allow_unstable``); other verdicts pass."""
     __tracebackhide__ = True
+    assert_contracts([result], unstable="warn" if allow_unstable else "fail")
+
+
+@final
+@dataclass(frozen=True)
+class SideBySide:
+    """Variants measured interleaved in one run, and the relative budgets between them."""
+
+    variants: tuple[VariantResult, ...]
+    relative: tuple[RelativeResult, ...]
+    settled: str = ""
+
+    def __getitem__(self, variant: str) -> VariantResult:
+        for result in self.variants:
+            if result.variant == variant:
+                return result
+        raise KeyError(f"{variant!r} was not measured here (measured: {', '.join(r.variant for r in self.variants)})")
+
+
+def _failures(result: VariantResult, unstable: UnstablePolicy) -> list[str]:
     status = result.verdict.status
-    if status == "fail" or (status == "unstable" and not allow_unstable):
-        lines = [f"latency budget {status}: variant {result.variant!r} on {result.hardware!r}"]
-        lines += [f"  {c.describe()}" for c in result.verdict.checks if c.ok is not True]
-        if status == "unstable" or not result.stable:
-            lines.append(f"  stability: {result.stability}")
-            lines.append("  hint: longer windows (window_requests / window_ms) or max_windows usually settle it")
-        if result.budget is not None:
-            lines.append(f"  budget: {result.budget.describe()} (source: {result.budget.source})")
-        if result.latency is not None:
-            s = result.latency
-            lines.append(
-                f"  measured at b={s.batch_size}: p50 {s.p50_ms:.2f} p90 {s.p90_ms:.2f} p95 {s.p95_ms:.2f} "
-                f"p99 {s.p99_ms:.2f} ms over {s.count} requests"
-            )
+    if not (status == "fail" or (status == "unstable" and unstable == "fail")):
+        return []
+    lines = [f"latency budget {status}: variant {result.variant!r} on {result.hardware!r}"]
+    lines += [f"  {c.describe()}" for c in result.verdict.checks if c.ok is not True]
+    if status == "unstable" or not result.stable:
+        lines.append(f"  stability: {result.stability}")
+        lines.append("  hint: longer windows (window_requests / window_ms) or max_windows usually settle it")
+        if status == "unstable":
+            lines.append("  (triton_unstable=fail; with warn, an unstable measurement within budget passes)")
+    if result.budget is not None:
+        lines.append(f"  budget: {result.budget.describe()} (source: {result.budget.source})")
+    if result.latency is not None:
+        s = result.latency
+        lines.append(
+            f"  measured at b={s.batch_size}: p50 {s.p50_ms:.2f} p90 {s.p90_ms:.2f} p95 {s.p95_ms:.2f} "
+            f"p99 {s.p99_ms:.2f} ms over {s.count} requests"
+        )
+    return lines
+
+
+def _relative_failures(result: RelativeResult, unstable: UnstablePolicy) -> list[str]:
+    if not (result.status == "fail" or (result.status == "unstable" and unstable == "fail")):
+        return []
+    b = result.budget
+    lines = [f"relative budget {result.status}: {b.label} on {b.hardware!r}: {result.reason}"]
+    lines.append(f"  budget: {b.variant} {b.describe()} (source: {b.source})")
+    if result.stability:
+        lines.append(f"  stability: {result.stability}")
+    return lines
+
+
+def assert_contracts(
+    results: Sequence[VariantResult], relative: Sequence[RelativeResult] = (), *, unstable: UnstablePolicy = "warn"
+) -> None:
+    """Fail once, listing every variant over its budget and every relative budget not met.
+
+    An unstable measurement within budget fails only with ``unstable="fail"``; over budget it fails always.
+    Report-only, skipped and not-measured results pass (they are shown in the report as what they are).
+    """
+    __tracebackhide__ = True
+    lines = [line for r in results for line in _failures(r, unstable)]
+    lines += [line for r in relative for line in _relative_failures(r, unstable)]
+    if lines:
         raise AssertionError("\n".join(lines))

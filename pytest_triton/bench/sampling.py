@@ -45,6 +45,8 @@ __all__ = [
     "WindowPolicy",
     "is_stable",
     "measure",
+    "run_window",
+    "spread",
     "warm_up",
     "warm_up_shapes",
 ]
@@ -98,6 +100,9 @@ class Window:
     @property
     def p50_ns(self) -> int:
         return nearest_rank(sorted(self.latencies_ns), 50)
+
+    def percentile_ns(self, percentile: float) -> int:
+        return nearest_rank(sorted(self.latencies_ns), percentile)
 
     @property
     def samples_per_s(self) -> float:
@@ -163,7 +168,7 @@ def warm_up_shapes(
     return WarmupRecord({key: warm_up(call, count, clock=clock) for key, call in calls.items()})
 
 
-def _spread(values: Sequence[float]) -> float:
+def spread(values: Sequence[float]) -> float:
     """``max / min - 1``; infinite when a value is 0 (perf_analyzer treats 0 infer/sec as unstable)."""
     low = min(values)
     return float("inf") if low <= 0 else max(values) / low - 1
@@ -171,13 +176,14 @@ def _spread(values: Sequence[float]) -> float:
 
 def is_stable(windows: Sequence[Window], threshold: float) -> tuple[bool, str]:
     """perf_analyzer's test: ``max / min <= 1 + threshold`` for the windows' p50 and throughput; and why."""
-    p50 = _spread([w.p50_ns for w in windows])
-    rate = _spread([w.samples_per_s for w in windows])
+    p50 = spread([w.p50_ns for w in windows])
+    rate = spread([w.samples_per_s for w in windows])
     text = f"last {len(windows)} windows: p50 spread {p50:.1%}, throughput spread {rate:.1%} (limit {threshold:.0%})"
     return p50 <= threshold and rate <= threshold, text
 
 
-def _run_window(call: Callable[[], object], policy: WindowPolicy, batch_size: int, clock: Clock) -> Window:
+def run_window(call: Callable[[], object], policy: WindowPolicy, batch_size: int, clock: Clock) -> Window:
+    """Measure one window of ``call`` by ``policy`` (``window_requests`` requests or ``window_ms`` of wall time)."""
     latencies: list[int] = []
     append = latencies.append
     start = clock()
@@ -228,7 +234,7 @@ def measure(
     if on_boundary is not None:
         on_boundary()
     while True:
-        windows.append(_run_window(call, policy, batch_size, clock))
+        windows.append(run_window(call, policy, batch_size, clock))
         if on_boundary is not None:
             on_boundary()
         stable = False

@@ -12,16 +12,13 @@ models (checked on Triton 2.51: ensemble compute_infer ≈ the composing model's
 The metrics endpoint carries the same counters in microseconds (``nv_inference_queue_duration_us``,
 ``nv_inference_compute_{input,infer,output}_duration_us``, ``nv_inference_request_duration_us``,
 ``nv_inference_request_success``, ``nv_inference_exec_count``): :func:`parse_metrics` and :func:`metrics_delta`
-give the same split from there. Standard-library HTTP only.
+give the same split from there. Through the package's one REST client (no proxy).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,7 +27,8 @@ from typing import Any
 from typing import Literal
 from typing import final
 
-from pytest_triton.errors import ServerError
+from pytest_triton.servers.rest import TritonRest
+from pytest_triton.servers.rest import fetch_text
 
 __all__ = [
     "ModelCounters",
@@ -40,6 +38,7 @@ __all__ = [
     "StatsWindow",
     "composing_models",
     "fetch_metrics",
+    "fetch_server_version",
     "fetch_statistics",
     "metrics_delta",
     "parse_metrics",
@@ -170,37 +169,31 @@ def stats_delta(before: StatsSnapshot, after: StatsSnapshot, *, models: Iterable
     return ServerSplit(tuple(out), "statistics")
 
 
-def _get(url: str, timeout: float) -> bytes:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            body: bytes = response.read()
-            return body
-    except urllib.error.HTTPError as exc:
-        detail = exc.read().decode("utf-8", errors="replace").strip()
-        raise ServerError(f"GET {url} failed: HTTP {exc.code} {detail}") from exc
-    except (urllib.error.URLError, OSError) as exc:
-        raise ServerError(f"GET {url} failed: {exc}; is the server running and the URL right?") from exc
-
-
 def fetch_statistics(
     http_url: str, model: str | None = None, *, version: str = "", timeout: float = 10.0
 ) -> StatsSnapshot:
     """Snapshot the statistics of ``model`` (every model when None) from a server's HTTP URL."""
-    path = "/v2/models/stats"
-    if model is not None:
-        path = f"/v2/models/{urllib.parse.quote(model, safe='')}"
-        path += f"/versions/{urllib.parse.quote(version, safe='')}/stats" if version else "/stats"
-    return parse_statistics(_get(http_url.rstrip("/") + path, timeout))
+    return parse_statistics(TritonRest(http_url, timeout=timeout).statistics(model or "", version))
+
+
+def fetch_server_version(http_url: str, *, timeout: float = 10.0) -> str:
+    """The server's ``name version`` from its metadata (``GET /v2``), e.g. ``triton 2.51.0``."""
+    rest = TritonRest(http_url, timeout=timeout)
+    try:
+        data = rest.get_json("/v2", "reading the server metadata")
+    finally:
+        rest.close()
+    return f"{data.get('name', 'server')} {data.get('version', '?')}"
 
 
 def composing_models(http_url: str, model: str, *, timeout: float = 10.0) -> list[str]:
     """The models an ensemble runs, nested ensembles expanded (empty for a model that is not an ensemble)."""
+    rest = TritonRest(http_url, timeout=timeout)
     found: list[str] = []
     pending = [model]
     while pending:
         name = pending.pop(0)
-        body = _get(f"{http_url.rstrip('/')}/v2/models/{urllib.parse.quote(name, safe='')}/config", timeout)
-        steps = json.loads(body).get("ensemble_scheduling", {}).get("step", [])
+        steps = rest.config(name).get("ensemble_scheduling", {}).get("step", [])
         for step in steps:
             child = str(step.get("model_name", ""))
             if child and child not in found and child != model:
@@ -277,7 +270,7 @@ def parse_metrics(text: str) -> MetricsSnapshot:
 
 def fetch_metrics(metrics_url: str, *, timeout: float = 10.0) -> MetricsSnapshot:
     """Snapshot a server's metrics endpoint (``http://host:8002/metrics``)."""
-    return parse_metrics(_get(metrics_url, timeout).decode("utf-8", errors="replace"))
+    return parse_metrics(fetch_text(metrics_url, timeout=timeout))
 
 
 def _by_model(snapshot: MetricsSnapshot, metric: str) -> dict[_ModelKey, float]:

@@ -1,6 +1,6 @@
 """The session's latency bench: measures variants, keeps their results, prints and writes the report.
 
-The plugin keeps one :class:`TritonBench` per session in ``config.stash[BENCH_KEY]`` and hands it to tests
+The plugin keeps one :class:`TritonBench` per session in ``config.stash[BENCH_KEY] (plugin.py)`` and hands it to tests
 through a fixture; the terminal summary prints :meth:`TritonBench.summary_lines` and, with
 ``--triton-report PATH``, :meth:`TritonBench.write_report` writes ``PATH.json``, ``PATH.md`` and ``PATH.svg``.
 """
@@ -12,30 +12,50 @@ from collections.abc import Hashable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
-from typing import NoReturn
 from typing import final
 
-import pytest
+if TYPE_CHECKING:
+    from pytest_triton.parity import LabelReport
+    from pytest_triton.parity import ParityReport
 
 from pytest_triton.bench.budgets import BudgetFile
+from pytest_triton.bench.budgets import HardwarePolicy
 from pytest_triton.bench.budgets import load_budgets
+from pytest_triton.bench.interleave import Interleaved
+from pytest_triton.bench.interleave import Settle
+from pytest_triton.bench.interleave import measure_interleaved
+from pytest_triton.bench.parity_record import ParityRecord
+from pytest_triton.bench.provenance import collect_provenance
+from pytest_triton.bench.provenance import load_average
+from pytest_triton.bench.relative import RelativeResult
+from pytest_triton.bench.relative import evaluate_relative
+from pytest_triton.bench.report import ReportData
 from pytest_triton.bench.report import table_lines
 from pytest_triton.bench.report import write_report
+from pytest_triton.bench.results import UNSTABLE_CHOICES
+from pytest_triton.bench.results import SideBySide
+from pytest_triton.bench.results import UnstablePolicy
 from pytest_triton.bench.results import VariantResult
-from pytest_triton.bench.results import assert_within_budget
+from pytest_triton.bench.results import assert_contracts
 from pytest_triton.bench.results import build_result
 from pytest_triton.bench.sampling import Clock
+from pytest_triton.bench.sampling import Measurement
+from pytest_triton.bench.sampling import WarmupRecord
 from pytest_triton.bench.sampling import WindowPolicy
 from pytest_triton.bench.sampling import measure
 from pytest_triton.bench.sampling import warm_up_shapes
 from pytest_triton.bench.server_stats import ServerSplit
 from pytest_triton.bench.server_stats import StatsSnapshot
 from pytest_triton.bench.server_stats import composing_models
+from pytest_triton.bench.server_stats import fetch_server_version
 from pytest_triton.bench.server_stats import fetch_statistics
 from pytest_triton.bench.server_stats import stats_delta
+from pytest_triton.errors import ConfigError
+from pytest_triton.errors import ServerError
 
-__all__ = ["BENCH_KEY", "TritonBench"]
+__all__ = ["TritonBench"]
 
 
 @final
@@ -43,7 +63,8 @@ class TritonBench:
     """Measures model variants against the latency budgets of this machine and collects the results.
 
     ``hardware`` is the budget key (default :func:`pytest_triton.hardware.hardware_key`); ``budgets`` the loaded
-    budget file (None: every variant is report-only).
+    budget file (None: every variant is report-only); ``unstable`` what an unstable measurement within budget
+    does (``warn``: reported, passes; ``fail``).
     """
 
     def __init__(
@@ -53,6 +74,7 @@ class TritonBench:
         budgets: BudgetFile | None = None,
         policy: WindowPolicy | None = None,
         clock: Clock | None = None,
+        unstable: UnstablePolicy = "warn",
     ) -> None:
         if hardware is None:
             from pytest_triton.hardware import hardware_key
@@ -62,31 +84,65 @@ class TritonBench:
         self.budgets = budgets
         self.policy = policy or WindowPolicy()
         self.clock = clock
+        self.unstable: UnstablePolicy = unstable
         self.results: list[VariantResult] = []
+        self.relative: list[RelativeResult] = []
+        self.parity: list[ParityRecord] = []
+        self.explanations: list[str] = []
+        self.triton_version: str | None = None
+
+    @property
+    def hardware_policy(self) -> HardwarePolicy:
+        """What this hardware's budgets assert (absolute and relative, or relative only) and its batch sizes."""
+        return self.budgets.policy(self.hardware) if self.budgets else HardwarePolicy()
+
+    def enforcement_text(self) -> str:
+        """One line for the report and the terminal: what is asserted on this hardware, and why."""
+        policy = self.hardware_policy
+        if self.budgets is None:
+            return "no budget file: everything is measured and reported only"
+        if self.hardware not in self.budgets.budgets:
+            return f"no budgets for {self.hardware!r}: everything is measured and reported only"
+        if policy.enforce_absolute:
+            return f"absolute and relative budgets of {self.hardware!r} are asserted"
+        return (
+            f"relative budgets of {self.hardware!r} are asserted; absolute numbers are reported, "
+            f"not asserted ({policy.reason})"
+        )
 
     @classmethod
     def from_options(
-        cls, budgets_path: str | Path | None, hardware: str | None = None, *, required: bool = True
+        cls,
+        budgets_path: str | Path | None,
+        hardware: str | None = None,
+        *,
+        required: bool = True,
+        unstable: str = "warn",
     ) -> TritonBench:
-        """Build from ``--triton-budgets`` and ``--triton-hardware``.
+        """Build from ``--triton-budgets``, ``--triton-hardware`` and ``--triton-unstable``.
 
         A budget file that does not exist is a ConfigError when ``required`` (the user named it), and means
         "no budgets, report only" otherwise (the default path, in a project that has none).
         """
+        if unstable not in UNSTABLE_CHOICES:
+            choices = " or ".join(UNSTABLE_CHOICES)
+            raise ConfigError(f"triton_unstable={unstable!r}: expected {choices} (what an unstable measurement does)")
         budgets = None
         if budgets_path is not None and (required or Path(budgets_path).is_file()):
             budgets = load_budgets(budgets_path)
-        return cls(hardware=hardware, budgets=budgets)
+        return cls(hardware=hardware, budgets=budgets, unstable=unstable)
 
     def add(self, result: VariantResult) -> VariantResult:
         self.results.append(result)
         return result
 
-    def skip_variant(self, variant: str, reason: str) -> NoReturn:
-        """Record ``variant`` as SKIPPED with ``reason`` (shown in the report, never as passed) and skip the test."""
+    def record_skipped(self, variant: str, reason: str) -> VariantResult:
+        """Record ``variant`` as SKIPPED with ``reason``: shown in the report, never as passed.
+
+        The test then skips itself (``pytest.skip(reason)``): this package does not import pytest.
+        """
         budget = self.budgets.lookup(self.hardware, variant) if self.budgets else None
-        self.add(VariantResult.skipped(variant, self.hardware, reason, budget=budget))
-        pytest.skip(reason)
+        return self.add(VariantResult.skipped(variant, self.hardware, reason, budget=budget))
 
     def measure(
         self,
@@ -115,6 +171,8 @@ class TritonBench:
         from pytest_triton.bench.benchmark import record_benchmark
 
         kwargs: dict[str, Any] = {"clock": self.clock} if self.clock else {}
+        if http_url is not None:
+            self._note_server(http_url)
         shapes: dict[Hashable, Callable[[], object]] = {batch_size: call}
         if throughput_call is not None:
             shapes[throughput_batch_size] = throughput_call
@@ -139,24 +197,203 @@ class TritonBench:
         if throughput_call is not None:
             rate = measure(throughput_call, batch_size=throughput_batch_size, warmup=0, policy=policy, **kwargs)
         result = build_result(
-            variant, self.hardware, latency, rate, budgets=self.budgets, server=server, model=model, notes=notes
+            variant,
+            self.hardware,
+            latency,
+            rate,
+            budgets=self.budgets,
+            server=server,
+            model=model,
+            notes=notes,
+            load_average=load_average(),
         )
         if benchmark is not None:
             record_benchmark(benchmark, latency, result=result)
         return self.add(result)
 
-    def check(self, result: VariantResult, *, allow_unstable: bool = False) -> VariantResult:
-        """Assert ``result`` is within its budget (report-only results pass; see ``assert_within_budget``)."""
+    def measure_interleaved(
+        self,
+        calls: Mapping[str, Callable[[], object]],
+        *,
+        throughput_calls: Mapping[str, Callable[[], object]] | None = None,
+        batch_size: int | None = None,
+        throughput_batch_size: int | None = None,
+        warmup: int = 3,
+        policy: WindowPolicy | None = None,
+        servers: Mapping[str, tuple[str | None, str | None]] | None = None,
+        notes: Mapping[str, Sequence[str]] | None = None,
+        benchmark: Any = None,
+        benchmark_variant: str | None = None,
+    ) -> SideBySide:
+        """Measure several variants side by side (alternating windows), judge absolute and relative budgets, record.
+
+        ``calls`` maps a variant name to one request at ``batch_size`` (default: the hardware's budget batch size),
+        ``throughput_calls`` to one request at ``throughput_batch_size`` (default: the budgets', usually 8). Every
+        shape of every variant is warmed ``warmup`` times before the first window. ``servers`` maps a variant to
+        ``(http_url, model)`` for the statistics split of its kept windows (a None URL: no split). The run settles
+        on the variants' ratios; where absolute budgets are asserted, each variant's own windows must settle too.
+        pytest-benchmark's ``benchmark`` gets the samples of ``benchmark_variant`` (default: the first).
+        """
+        from pytest_triton.bench.benchmark import record_benchmark
+
+        hw = self.hardware_policy
+        batch = hw.batch_size if batch_size is None else batch_size
+        rate_batch = hw.throughput_batch_size if throughput_batch_size is None else throughput_batch_size
+        clock: dict[str, Any] = {"clock": self.clock} if self.clock else {}
+        # a server without an HTTP endpoint (a SageMaker endpoint) has no statistics to split
+        with_http = {name: (url, model) for name, (url, model) in (servers or {}).items() if url}
+        for url, _ in with_http.values():
+            self._note_server(url)
+        shapes: dict[Hashable, Callable[[], object]] = {}
+        for name, call in calls.items():
+            shapes[(name, batch)] = call
+        for name, call in (throughput_calls or {}).items():
+            shapes[(name, rate_batch)] = call
+        warmed: dict[str, WarmupRecord] = {}
+        if warmup:
+            record = warm_up_shapes(shapes, count=warmup, **clock)
+            for key, durations in record.durations_ns.items():
+                assert isinstance(key, tuple)  # the (variant, batch size) keys built above
+                own = WarmupRecord({key[1]: durations})
+                warmed[key[0]] = warmed[key[0]].merged(own) if key[0] in warmed else own
+        policy = policy or self.policy
+        settle: Settle = "all" if self.budgets is not None and hw.enforce_absolute else "ratios"
+        snapshots: dict[str, list[StatsSnapshot]] = {name: [] for name in with_http}
+        models = {
+            name: [model, *composing_models(url, model)] if model else None for name, (url, model) in with_http.items()
+        }
+
+        def snapshot(name: str) -> None:
+            if name in with_http:
+                snapshots[name].append(fetch_statistics(with_http[name][0]))
+
+        latency = measure_interleaved(
+            calls, batch_size=batch, policy=policy, settle=settle, warmed=warmed, on_boundary=snapshot, **clock
+        )
+        splits: dict[str, ServerSplit] = {}
+        kept = min(policy.stable_windows, latency.rounds)
+        for name, taken in snapshots.items():
+            if len(taken) > kept:
+                splits[name] = stats_delta(taken[-kept - 1], taken[-1], models=models[name])
+        rate = None
+        if throughput_calls:
+            rate = measure_interleaved(throughput_calls, batch_size=rate_batch, policy=policy, settle=settle, **clock)
+        names = list(calls)
+        results = []
+        for name in names:
+            rate_run: Measurement | None = rate.measurements.get(name) if rate else None
+            results.append(
+                build_result(
+                    name,
+                    self.hardware,
+                    latency.measurements[name],
+                    rate_run,
+                    budgets=self.budgets,
+                    server=splits.get(name),
+                    model=with_http[name][1] if name in with_http else None,
+                    notes=(notes or {}).get(name, ()),
+                    load_average=load_average(),
+                    interleaved_with=[n for n in names if n != name],
+                )
+            )
+        relative = self._relative(latency, rate, results)
+        settled = "; ".join(
+            f"b={run.measurements[names[0]].batch_size}: {run.reason}" for run in (latency, rate) if run
+        )
+        if benchmark is not None:
+            chosen = benchmark_variant or names[0]
+            record_benchmark(benchmark, latency.measurements[chosen], result=results[names.index(chosen)])
+        for r in results:
+            self.add(r)
+        self.relative.extend(relative)
+        return SideBySide(tuple(results), tuple(relative), settled)
+
+    def _relative(
+        self, latency: Interleaved, rate: Interleaved | None, results: Sequence[VariantResult]
+    ) -> list[RelativeResult]:
+        if self.budgets is None:
+            return []
+        by_name = {r.variant: r for r in results}
+        out = []
+        for budget in self.budgets.relative_budgets(self.hardware, by_name):
+            run = rate if budget.is_rate else latency
+            if run is None:
+                out.append(evaluate_relative(budget, None, None))
+                continue
+            p50_ok, rate_ok, text = run.pair_stability(budget.variant, budget.baseline)
+            mine, theirs = (by_name[budget.variant], by_name[budget.baseline])
+            stats = (mine.throughput, theirs.throughput) if budget.is_rate else (mine.latency, theirs.latency)
+            out.append(
+                evaluate_relative(
+                    budget,
+                    stats[0],
+                    stats[1],
+                    stable=rate_ok if budget.is_rate else p50_ok,
+                    stability=text,
+                    paired=run.paired(budget.variant, budget.baseline, budget.metric),
+                )
+            )
+        return out
+
+    def record_parity(
+        self,
+        variant: str,
+        parity: ParityReport | None,
+        labels: LabelReport | None = None,
+        *,
+        transport: str = "",
+    ) -> ParityRecord:
+        """Keep a parity comparison (from :func:`pytest_triton.parity.compare` / ``compare_labels``) for the report."""
+        record = ParityRecord.of(variant, parity, labels, transport=transport)
+        self.parity.append(record)
+        return record
+
+    def explain(self, text: str) -> None:
+        """Add a paragraph to the report's "how to read this" section (e.g. what a measurement showed)."""
+        self.explanations.append(text)
+
+    def check(self, result: VariantResult | SideBySide, *, allow_unstable: bool | None = None) -> None:
+        """Assert ``result`` (one variant, or a side-by-side run with its relative budgets) is within budget.
+
+        Report-only results pass; an unstable one within budget fails only under ``triton_unstable = fail``
+        (``allow_unstable`` overrides the session's choice).
+        """
         __tracebackhide__ = True
-        assert_within_budget(result, allow_unstable=allow_unstable)
-        return result
+        unstable: UnstablePolicy = self.unstable
+        if allow_unstable is not None:
+            unstable = "warn" if allow_unstable else "fail"
+        if isinstance(result, SideBySide):
+            assert_contracts(result.variants, result.relative, unstable=unstable)
+        else:
+            assert_contracts([result], unstable=unstable)
+
+    def _note_server(self, http_url: str) -> None:
+        """Keep the first server's version for the provenance (best effort: the measurement does not need it)."""
+        if self.triton_version is None:
+            try:
+                self.triton_version = fetch_server_version(http_url)
+            except ServerError as exc:
+                self.triton_version = f"unknown ({exc})"
+
+    def report(self, root: Path | None = None) -> ReportData:
+        """Everything measured and recorded so far, with the provenance gathered now."""
+        provenance = collect_provenance(
+            self.hardware,
+            root=root,
+            triton=self.triton_version,
+            unstable=self.unstable,
+            enforcement=self.enforcement_text(),
+        )
+        return ReportData(
+            tuple(self.results), tuple(self.relative), tuple(self.parity), provenance, tuple(self.explanations)
+        )
 
     def summary_lines(self) -> list[str]:
-        """The terminal table (empty when nothing was measured or skipped)."""
-        return table_lines(self.results) if self.results else []
+        """The terminal tables (empty when nothing was measured, skipped or compared)."""
+        if not (self.results or self.parity):
+            return []
+        data = ReportData(tuple(self.results), tuple(self.relative), tuple(self.parity))
+        return [*table_lines(data), self.enforcement_text() + f"; triton_unstable={self.unstable}"]
 
-    def write_report(self, path_prefix: str | Path) -> list[Path]:
-        return write_report(self.results, path_prefix)
-
-
-BENCH_KEY = pytest.StashKey[TritonBench]()
+    def write_report(self, path_prefix: str | Path, *, root: Path | None = None) -> list[Path]:
+        return write_report(self.report(root), path_prefix)

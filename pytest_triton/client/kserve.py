@@ -17,29 +17,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from pytest_triton.dtypes import BY_NUMPY
 from pytest_triton.errors import InferenceError
 
 HEADER_LENGTH = "Inference-Header-Content-Length"
 SAGEMAKER_BINARY = "application/vnd.sagemaker-triton.binary+json;json-header-size={}"
 SAGEMAKER_JSON = "application/octet-stream"
 
-NUMPY_TO_KSERVE: dict[str, str] = {
-    "bool": "BOOL",
-    "uint8": "UINT8",
-    "uint16": "UINT16",
-    "uint32": "UINT32",
-    "uint64": "UINT64",
-    "int8": "INT8",
-    "int16": "INT16",
-    "int32": "INT32",
-    "int64": "INT64",
-    "float16": "FP16",
-    "float32": "FP32",
-    "float64": "FP64",
-    "object": "BYTES",
-    "bytes": "BYTES",
-}
-KSERVE_TO_NUMPY = {v: k for k, v in NUMPY_TO_KSERVE.items() if k != "bytes"}
+NUMPY_TO_KSERVE: dict[str, str] = {name: d.kserve for name, d in BY_NUMPY.items()} | {"bytes": "BYTES"}
+KSERVE_TO_NUMPY = {d.kserve: name for name, d in BY_NUMPY.items()}
 
 
 def kserve_dtype(array: NDArray[Any]) -> str:

@@ -11,19 +11,8 @@ from typing import final
 from numpy.typing import NDArray
 
 from pytest_triton.client.transports import InputSpec
+from pytest_triton.dtypes import BY_ONNX_NAME
 from pytest_triton.errors import MissingDependency
-
-_ONNX_TO_KSERVE = {
-    "tensor(float)": "FP32",
-    "tensor(float16)": "FP16",
-    "tensor(double)": "FP64",
-    "tensor(int64)": "INT64",
-    "tensor(int32)": "INT32",
-    "tensor(int8)": "INT8",
-    "tensor(uint8)": "UINT8",
-    "tensor(bool)": "BOOL",
-    "tensor(string)": "BYTES",
-}
 
 
 @final
@@ -41,7 +30,9 @@ class OnnxReference:
     def input_specs(self, model: str) -> list[InputSpec]:
         return [
             InputSpec(
-                i.name, _ONNX_TO_KSERVE.get(i.type, i.type), tuple(d if isinstance(d, int) else -1 for d in i.shape)
+                i.name,
+                BY_ONNX_NAME[i.type].kserve if i.type in BY_ONNX_NAME else i.type,
+                tuple(d if isinstance(d, int) else -1 for d in i.shape),
             )
             for i in self.session.get_inputs()
         ]

@@ -6,19 +6,15 @@ are checked against the model's declared inputs before anything is sent.
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import Protocol
 
 from numpy.typing import NDArray
 
-from pytest_triton.client.http11 import KeepAliveHttp
 from pytest_triton.client.kserve import HEADER_LENGTH
 from pytest_triton.client.kserve import SAGEMAKER_BINARY
 from pytest_triton.client.kserve import SAGEMAKER_JSON
@@ -26,6 +22,14 @@ from pytest_triton.client.kserve import decode_response
 from pytest_triton.client.kserve import encode_request
 from pytest_triton.client.kserve import kserve_dtype
 from pytest_triton.errors import InferenceError
+from pytest_triton.errors import ServerError
+from pytest_triton.servers.http11 import KeepAliveHttp
+from pytest_triton.servers.rest import TritonRest
+from pytest_triton.servers.rest import model_path
+
+if TYPE_CHECKING:
+    from pytest_triton.servers.base import InferenceEndpoint
+    from pytest_triton.servers.base import ServerUrls
 
 
 @dataclass(frozen=True)
@@ -87,21 +91,20 @@ class TritonHttpTransport:
         self.timeout = timeout
         self._specs: dict[str, list[InputSpec]] = {}
         self._http = KeepAliveHttp(self.url, timeout)
+        self._rest = TritonRest(self.url, timeout=timeout)
 
     def close(self) -> None:
         """Close the kept-alive connections."""
         self._http.close()
+        self._rest.close()
 
     def input_specs(self, model: str) -> list[InputSpec]:
         if model not in self._specs:
             try:
-                with urllib.request.urlopen(f"{self.url}/v2/models/{model}", timeout=self.timeout) as response:
-                    metadata = json.load(response)
-            except urllib.error.HTTPError as exc:
-                raise InferenceError(f"unknown model {model!r} on {self.url} (HTTP {exc.code})") from exc
-            self._specs[model] = [
-                InputSpec(i["name"], i["datatype"], tuple(int(d) for d in i["shape"])) for i in metadata["inputs"]
-            ]
+                metadata = self._rest.metadata(model)
+            except ServerError as exc:
+                raise InferenceError(f"unknown model {model!r} on {self.url}: {exc}") from exc
+            self._specs[model] = _specs_from_metadata(metadata)
         return self._specs[model]
 
     def infer(self, model: str, inputs: Mapping[str, NDArray[Any]], outputs: Sequence[str]) -> dict[str, NDArray[Any]]:
@@ -114,7 +117,7 @@ class TritonHttpTransport:
         headers = {"Content-Type": "application/octet-stream" if self.binary else "application/json"}
         if header_length is not None:
             headers[HEADER_LENGTH] = str(header_length)
-        path = f"/v2/models/{model}/infer"
+        path = model_path(model) + "/infer"
         return PreparedRequest(model, path, body, headers, self._http.encode(path, body, headers))
 
     def send(self, request: PreparedRequest) -> dict[str, NDArray[Any]]:
@@ -131,7 +134,7 @@ class TritonGrpcTransport:
         import tritonclient.grpc as grpcclient
 
         self._module = grpcclient
-        self.client: Any = grpcclient.InferenceServerClient(url)
+        self.client: Any = grpc_client(url)
         self.timeout = timeout
         self._specs: dict[str, list[InputSpec]] = {}
 
@@ -143,9 +146,7 @@ class TritonGrpcTransport:
                 metadata = self.client.get_model_metadata(model, as_json=True)
             except InferenceServerException as exc:
                 raise InferenceError(f"unknown model {model!r}: {exc.message()}") from exc
-            self._specs[model] = [
-                InputSpec(i["name"], i["datatype"], tuple(int(d) for d in i["shape"])) for i in metadata["inputs"]
-            ]
+            self._specs[model] = _specs_from_metadata(metadata)
         return self._specs[model]
 
     def infer(self, model: str, inputs: Mapping[str, NDArray[Any]], outputs: Sequence[str]) -> dict[str, NDArray[Any]]:
@@ -168,13 +169,15 @@ class TritonGrpcTransport:
 class SageMakerTransport:
     """SageMaker's ``/invocations`` (the Triton container's SageMaker frontend or a real endpoint).
 
-    The model is the container's default model (SAGEMAKER_TRITON_DEFAULT_MODEL_NAME); its inputs
-    are given up front since SageMaker has no metadata route.
+    The model is the container's default model (SAGEMAKER_TRITON_DEFAULT_MODEL_NAME). SageMaker has no
+    metadata route, so inputs are checked only against ``specs`` when they are given.
     """
 
-    def __init__(self, url: str, specs: Sequence[InputSpec], *, binary: bool = True, timeout: float = 60.0) -> None:
+    def __init__(
+        self, url: str, specs: Sequence[InputSpec] | None = None, *, binary: bool = True, timeout: float = 60.0
+    ) -> None:
         self.url = url.rstrip("/")
-        self.specs = list(specs)
+        self.specs = None if specs is None else list(specs)
         self.binary = binary
         self.timeout = timeout
         self._http = KeepAliveHttp(self.url, timeout)
@@ -184,10 +187,15 @@ class SageMakerTransport:
         self._http.close()
 
     def input_specs(self, model: str) -> list[InputSpec]:
+        if self.specs is None:
+            raise InferenceError(
+                f"SageMaker's /invocations has no metadata route: give SageMakerTransport(specs=...) for {model!r}"
+            )
         return self.specs
 
     def infer(self, model: str, inputs: Mapping[str, NDArray[Any]], outputs: Sequence[str]) -> dict[str, NDArray[Any]]:
-        validate_inputs(model, self.specs, inputs)
+        if self.specs is not None:
+            validate_inputs(model, self.specs, inputs)
         body, header_length = encode_request(inputs, outputs, binary=self.binary)
         content_type = SAGEMAKER_BINARY.format(header_length) if header_length is not None else SAGEMAKER_JSON
         reply = self._http.post("/invocations", body, {"Content-Type": content_type})
@@ -196,3 +204,40 @@ class SageMakerTransport:
         if "json-header-size=" in reply_type:
             length = int(reply_type.split("json-header-size=")[1].split(";")[0])
         return decode_response(reply.body, length)
+
+
+def _specs_from_metadata(metadata: Mapping[str, Any]) -> list[InputSpec]:
+    return [InputSpec(i["name"], i["datatype"], tuple(int(d) for d in i["shape"])) for i in metadata["inputs"]]
+
+
+def transport_for(urls: ServerUrls, protocol: InferenceEndpoint = "http") -> Transport:
+    """The transport that reaches ``urls`` over ``protocol``; ServerError when the server lacks that endpoint."""
+    if protocol == "http":
+        return TritonHttpTransport(urls.need("http"))
+    if protocol == "grpc":
+        return TritonGrpcTransport(urls.need("grpc"))
+    if protocol == "sagemaker":
+        return SageMakerTransport(urls.need("sagemaker"))
+    raise InferenceError(f"protocol={protocol!r} is not one of 'http', 'grpc', 'sagemaker'")
+
+
+def grpc_client(url: str) -> Any:
+    """A ``tritonclient.grpc.InferenceServerClient`` for ``url`` that never goes through a proxy.
+
+    gRPC honours ``http_proxy``/``grpc_proxy`` by default; tritonclient's own channel options are kept.
+    """
+    import tritonclient.grpc as grpcclient
+    from tritonclient.grpc import MAX_GRPC_MESSAGE_SIZE
+    from tritonclient.grpc import KeepAliveOptions
+
+    keepalive = KeepAliveOptions()
+    options = [
+        ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_SIZE),
+        ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_SIZE),
+        ("grpc.keepalive_time_ms", keepalive.keepalive_time_ms),
+        ("grpc.keepalive_timeout_ms", keepalive.keepalive_timeout_ms),
+        ("grpc.keepalive_permit_without_calls", keepalive.keepalive_permit_without_calls),
+        ("grpc.http2.max_pings_without_data", keepalive.http2_max_pings_without_data),
+        ("grpc.enable_http_proxy", 0),
+    ]
+    return grpcclient.InferenceServerClient(url, channel_args=options)

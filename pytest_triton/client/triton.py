@@ -1,8 +1,8 @@
-"""tritonclient's HTTP and gRPC clients bound to one server."""
+"""tritonclient's HTTP and gRPC clients bound to one server, made when first used."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 from typing import Any
 from typing import final
@@ -10,26 +10,64 @@ from typing import final
 from pytest_triton.errors import MissingDependency
 
 if TYPE_CHECKING:
+    from pytest_triton.client.transports import Transport
+    from pytest_triton.servers.base import InferenceEndpoint
     from pytest_triton.servers.base import TritonLauncher
 
 
 @final
-@dataclass
 class TritonClients:
-    """A tritonclient HTTP client (``http``) and gRPC client (``grpc``) for one server."""
+    """A tritonclient HTTP client (``http``) and gRPC client (``grpc``) for one server.
 
-    http: Any
-    grpc: Any
-    server: TritonLauncher
+    The server is found when a client is first used (``find_server``), so the ``triton_client`` fixture
+    works with a server the test starts itself through ``triton_server_factory``.
+    """
+
+    def __init__(self, find_server: Callable[[], TritonLauncher]) -> None:
+        self._find_server = find_server
+        self._server: TritonLauncher | None = None
+        self._http: Any = None
+        self._grpc: Any = None
 
     @classmethod
     def connect(cls, server: TritonLauncher) -> TritonClients:
-        try:
-            import tritonclient.grpc as grpcclient
-            import tritonclient.http as httpclient
-        except ImportError as exc:  # pragma: no cover - a core dependency
-            raise MissingDependency("tritonclient[http,grpc]", "serve") from exc
-        urls = server.urls
-        http = httpclient.InferenceServerClient(urls.http.removeprefix("http://"))
-        grpc = grpcclient.InferenceServerClient(urls.grpc)
-        return cls(http=http, grpc=grpc, server=server)
+        """Clients for ``server``."""
+        return cls(lambda: server)
+
+    @property
+    def server(self) -> TritonLauncher:
+        """The server these clients talk to (a crashed one raises, saying how it ended)."""
+        if self._server is None:
+            self._server = self._find_server()
+        self._server.check_alive()
+        return self._server
+
+    @property
+    def http(self) -> Any:
+        """``tritonclient.http.InferenceServerClient`` for the server's HTTP endpoint."""
+        if self._http is None:
+            httpclient = _import("tritonclient.http")
+            self._http = httpclient.InferenceServerClient(self.server.urls.need("http").removeprefix("http://"))
+        return self._http
+
+    @property
+    def grpc(self) -> Any:
+        """``tritonclient.grpc.InferenceServerClient`` for the server's gRPC endpoint."""
+        if self._grpc is None:
+            from pytest_triton.client.transports import grpc_client
+
+            self._grpc = grpc_client(self.server.urls.need("grpc"))
+        return self._grpc
+
+    def transport(self, protocol: InferenceEndpoint = "http") -> Transport:
+        """The package's own inference transport to the same server (numpy in, numpy out)."""
+        return self.server.transport(protocol)
+
+
+def _import(module: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:  # pragma: no cover - a core dependency
+        raise MissingDependency("tritonclient[http,grpc]", "serve") from exc

@@ -1,4 +1,4 @@
-"""Stage a repository for a server without the onnxruntime backend.
+"""Adapt a staged repository for a server without the onnxruntime backend.
 
 Each ONNX Runtime model becomes a python-backend model with the same name, inputs, outputs,
 dims, max_batch_size, dynamic batching and version folders; its ``model.py`` is the adapter in
@@ -19,6 +19,8 @@ from typing import Any
 
 from pytest_triton.config import read_config
 from pytest_triton.config import write_config
+from pytest_triton.errors import ConfigError
+from pytest_triton.repository.layout import model_folders
 
 ADAPTER_SOURCE = Path(__file__).parent / "_adapter" / "model.py"
 _GPU_PROVIDERS = {"tensorrt": "TensorrtExecutionProvider", "cuda": "CUDAExecutionProvider"}
@@ -118,9 +120,12 @@ def _providers(config: Any, has_gpu: bool, report: AdaptedModel) -> list[Any]:
                 continue
             if provider == "TensorrtExecutionProvider":
                 providers.append((provider, _tensorrt_options(accel.parameters)))
+            elif accel.parameters:  # the onnxruntime backend passes these as CUDA provider options
+                providers.append((provider, {key: str(value) for key, value in accel.parameters.items()}))
             else:
                 providers.append(provider)
-        if gpu_kind and "CUDAExecutionProvider" in available and "CUDAExecutionProvider" not in providers:
+        named = [p if isinstance(p, str) else p[0] for p in providers]
+        if gpu_kind and "CUDAExecutionProvider" in available and "CUDAExecutionProvider" not in named:
             providers.append("CUDAExecutionProvider")
     elif config.optimization.execution_accelerators.gpu_execution_accelerator:
         names = [a.name for a in config.optimization.execution_accelerators.gpu_execution_accelerator]
@@ -129,8 +134,39 @@ def _providers(config: Any, has_gpu: bool, report: AdaptedModel) -> list[Any]:
     return providers
 
 
-def _adapt_config(config: Any, has_gpu: bool, report: AdaptedModel, model_file: str) -> None:
-    providers = _providers(config, has_gpu, report)
+@dataclass(frozen=True)
+class AdapterTarget:
+    """The server that will run the adapter: its backends, whether it sees a GPU, and its Python.
+
+    ``python_paths`` go first on the python stub's ``sys.path`` and ``onnxruntime_dir`` is where the adapter
+    must find onnxruntime (a load error otherwise); both empty for a server with a Python of its own (a
+    container), where the stub's own ``sys.path`` is the right one and no host path may be written.
+    """
+
+    backends: frozenset[str]
+    has_gpu: bool
+    python_paths: tuple[str, ...] = ()
+    onnxruntime_dir: str = ""
+
+    @classmethod
+    def this_environment(cls, backends: frozenset[str], has_gpu: bool) -> AdapterTarget:
+        """A server whose python stub runs this process's environment (the local launcher)."""
+        import onnxruntime
+
+        onnxruntime_dir = os.path.dirname(os.path.realpath(onnxruntime.__file__))
+        # the folder this process imports onnxruntime from goes first (it may come from PYTHONPATH,
+        # which the python stub does not honour before its own site-packages)
+        search = [os.path.dirname(onnxruntime_dir), *site.getsitepackages(), site.getusersitepackages()]
+        return cls(backends, has_gpu, tuple(dict.fromkeys(search)), onnxruntime_dir)
+
+    @property
+    def adapts(self) -> bool:
+        """Whether ONNX models need the adapter on this server (it has no onnxruntime backend)."""
+        return "onnxruntime" not in self.backends
+
+
+def _adapt_config(config: Any, target: AdapterTarget, report: AdaptedModel, model_file: str) -> None:
+    providers = _providers(config, target.has_gpu, report)
     report.providers = [p if isinstance(p, str) else p[0] for p in providers]
     config.platform = ""
     config.backend = "python"
@@ -139,46 +175,53 @@ def _adapt_config(config: Any, has_gpu: bool, report: AdaptedModel, model_file: 
     if not config.optimization.ListFields():
         config.ClearField("optimization")
     for group in config.instance_group:
-        if _kind(group) == "KIND_GPU" and not has_gpu:
+        if _kind(group) == "KIND_GPU" and not target.has_gpu:
             group.kind = type(group).Kind.Value("KIND_CPU")
             del group.gpus[:]
-            report.notes.append("instance_group KIND_GPU mapped to KIND_CPU (no GPU visible)")
-    import onnxruntime
-
-    onnxruntime_dir = os.path.dirname(os.path.realpath(onnxruntime.__file__))
-    # the folder this process imports onnxruntime from goes first (it may come from PYTHONPATH,
-    # which the python stub does not honour before its own site-packages)
-    search = [os.path.dirname(onnxruntime_dir), *site.getsitepackages(), site.getusersitepackages()]
-    params = {
-        "providers": json.dumps(providers),
-        "sys_path": json.dumps(list(dict.fromkeys(search))),
-        "onnxruntime_dir": onnxruntime_dir,
-        "model_file": model_file,
-    }
+            report.notes.append("instance_group KIND_GPU mapped to KIND_CPU (the server sees no GPU)")
+    params = {"providers": json.dumps(providers), "model_file": model_file}
+    if target.python_paths:
+        params["sys_path"] = json.dumps(list(target.python_paths))
+    if target.onnxruntime_dir:
+        params["onnxruntime_dir"] = target.onnxruntime_dir
     for key, value in params.items():
         config.parameters[f"pytest_triton_{key}"].string_value = value
+    gpu_session = report.providers[0] != "CPUExecutionProvider"
+    if gpu_session and "FORCE_CPU_ONLY_INPUT_TENSORS" not in config.parameters:
+        # inputs that reach the python backend on the GPU stay there; the adapter binds them through DLPack
+        config.parameters["FORCE_CPU_ONLY_INPUT_TENSORS"].string_value = "no"
 
 
-def stage_repository(source: Path, dest: Path, *, backends: frozenset[str], has_gpu: bool) -> list[AdaptedModel]:
-    """Copy ``source`` to ``dest``; adapt ONNX models if ``backends`` lacks onnxruntime."""
-    if dest.exists():
-        shutil.rmtree(dest)
-    shutil.copytree(source, dest, symlinks=False)
-    if "onnxruntime" in backends:
+def onnx_models(folder: Path) -> list[str]:
+    """The model folders of ``folder`` whose config asks for ONNX Runtime.
+
+    A config that does not parse is left to Triton, which refuses it with its own words.
+    """
+    found = []
+    for name in model_folders(folder):
+        config_path = folder / name / "config.pbtxt"
+        try:
+            onnx = config_path.exists() and is_onnx_model(read_config(config_path).message)
+        except ConfigError:
+            continue
+        if onnx:
+            found.append(name)
+    return found
+
+
+def adapt_repository(folder: Path, target: AdapterTarget) -> list[AdaptedModel]:
+    """Rewrite the ONNX models of a staged repository ``folder`` into adapter models, in place."""
+    if not target.adapts:
         return []
     adapted: list[AdaptedModel] = []
-    for folder in sorted(p for p in dest.iterdir() if p.is_dir()):
-        config_path = folder / "config.pbtxt"
-        if not config_path.exists():
-            continue
+    for name in onnx_models(folder):
+        config_path = folder / name / "config.pbtxt"
         config = read_config(config_path).message
-        if not is_onnx_model(config):
-            continue
-        report = AdaptedModel(name=folder.name, providers=[])
+        report = AdaptedModel(name=name, providers=[])
         model_file = config.default_model_filename or "model.onnx"
-        _adapt_config(config, has_gpu, report, model_file)
+        _adapt_config(config, target, report, model_file)
         write_config(config, config_path)
-        for version in folder.iterdir():
+        for version in (folder / name).iterdir():
             if version.is_dir() and version.name.isdigit():
                 shutil.copyfile(ADAPTER_SOURCE, version / "model.py")
         adapted.append(report)

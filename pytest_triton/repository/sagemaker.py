@@ -13,8 +13,26 @@ import tarfile
 from pathlib import Path
 
 from pytest_triton.errors import ConfigError
+from pytest_triton.repository.layout import model_folders
 
 DEFAULT_MODEL_ENV = "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"
+
+
+def sidecar_env(archive: Path) -> Path:
+    """Where the container environment of a model.tar.gz is recorded: ``<archive>.env``."""
+    return archive.with_name(archive.name + ".env")
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """KEY=VALUE lines (``#`` comments, optional quotes, ``export``), as written beside a model.tar.gz."""
+    values: dict[str, str] = {}
+    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        values[key.strip().removeprefix("export ").strip()] = value.strip().strip("'\"")
+    return values
 
 
 def _reset(info: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -29,7 +47,7 @@ def package_model_tar(repository: str | Path, archive: str | Path, *, default_mo
     """Write ``archive`` from ``repository``; record the default model beside it when given."""
     root = Path(repository)
     target = Path(archive)
-    models = sorted(p.name for p in root.iterdir() if p.is_dir())
+    models = model_folders(root)
     if not models:
         raise ConfigError(f"repository {str(root)!r} has no model folders to package")
     if default_model is not None and default_model not in models:
@@ -43,7 +61,7 @@ def package_model_tar(repository: str | Path, archive: str | Path, *, default_mo
     target.parent.mkdir(parents=True, exist_ok=True)
     with target.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz:
         gz.write(buffer.getvalue())
-    env = target.with_name(target.name + ".env")
+    env = sidecar_env(target)
     if default_model is not None:
         env.write_text(f"{DEFAULT_MODEL_ENV}={default_model}\n", encoding="utf-8")
     elif env.exists():

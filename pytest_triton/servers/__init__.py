@@ -1,36 +1,51 @@
-"""Triton launchers: one protocol (:class:`TritonLauncher`), a local process and a running server's URL.
+"""Serving: the launcher protocol and registry, one factory, model control and the launchers themselves.
 
-Importing this package loads only the standard library; launchers talk to Triton with urllib.
+Nothing here imports pytest. Importing this package loads only the standard library and the package's own
+light modules; a launcher's heavy dependencies are imported when it is chosen.
 """
 
 from __future__ import annotations
 
+from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
+from pytest_triton.servers.base import Prepared
+from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.base import ServerUrls
 from pytest_triton.servers.base import TritonLauncher
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import find_tritonserver
-from pytest_triton.servers.binary import gpu_visible
+from pytest_triton.servers.control import ModelControl
+from pytest_triton.servers.factory import ServerFactory
 from pytest_triton.servers.local import LocalLauncher
 from pytest_triton.servers.ports import PortReservation
 from pytest_triton.servers.ports import free_port
 from pytest_triton.servers.ports import reserve_ports
-from pytest_triton.servers.serve_cli import serve_main
+from pytest_triton.servers.registry import ENTRY_POINT_GROUP
+from pytest_triton.servers.registry import launcher_class
+from pytest_triton.servers.registry import launcher_names
+from pytest_triton.servers.registry import register_launcher
 from pytest_triton.servers.url import UrlLauncher
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import wait_until
 
 __all__ = [
+    "DEFAULT_STARTUP_TIMEOUT",
+    "ENTRY_POINT_GROUP",
     "LocalLauncher",
+    "ModelControl",
     "Poll",
     "PortReservation",
+    "Prepared",
+    "ServeOptions",
+    "ServerFactory",
     "ServerUrls",
     "TritonBinary",
     "TritonLauncher",
     "UrlLauncher",
     "find_tritonserver",
     "free_port",
-    "gpu_visible",
+    "launcher_class",
+    "launcher_names",
+    "register_launcher",
     "reserve_ports",
-    "serve_main",
     "wait_until",
 ]

@@ -1,75 +1,159 @@
-"""What every launcher offers: the URLs of a running Triton and the :class:`TritonLauncher` protocol.
+"""What every launcher offers, whatever runs Triton: the :class:`TritonLauncher` protocol and its data.
 
-Tests never know which launcher runs: a local process, a container, a SageMaker endpoint or a URL all
-start, stop, report their URLs and logs, and answer per-model readiness the same way.
+Tests never know which launcher runs. A launcher is built from a repository and :class:`ServeOptions`
+(``from_options``), prepares that repository for the server it runs (``prepare``: a staged copy, a folder
+mounted in a container, a model.tar.gz in S3) and says what it changed, starts, stops, gives its log and how
+its server ended, and hands out the transport that reaches it. Model control (load, unload, readiness) is a
+separate object, :class:`~pytest_triton.servers.control.ModelControl`, offered only where the server allows it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from types import MappingProxyType
 from types import TracebackType
 from typing import TYPE_CHECKING
+from typing import Any
+from typing import ClassVar
+from typing import Literal
 from typing import Protocol
 from typing import runtime_checkable
+
+from pytest_triton.servers.wait import ProgressCallback
+from pytest_triton.servers.wait import stderr_progress
 
 if TYPE_CHECKING:
     from typing import Self
 
+    from pytest_triton.client.transports import Transport
+    from pytest_triton.repository.onnx_adapter import AdaptedModel
+    from pytest_triton.servers.control import ModelControl
+
 LOCALHOST = "127.0.0.1"
+# one default for every path (fixtures, the serve CLI, launchers built by hand): a first start on a busy
+# machine loads python models in ~1.5 s each, and a first TensorRT start builds engines for minutes
+DEFAULT_STARTUP_TIMEOUT = 120.0
+
+InferenceEndpoint = Literal["http", "grpc", "sagemaker"]
 
 
 @dataclass(frozen=True)
 class ServerUrls:
-    """The endpoints of one Triton server.
+    """The endpoints of one Triton server; an endpoint the server does not offer is None.
 
     ``http`` and ``metrics`` are full URLs (``http://127.0.0.1:8000``, ``http://127.0.0.1:8002/metrics``);
-    ``grpc`` is ``host:port`` as tritonclient's gRPC client wants it; ``sagemaker`` is the SageMaker
-    frontend's base URL (``/ping``, ``/invocations``) or None when it is not served.
+    ``grpc`` is ``host:port`` as tritonclient's gRPC client wants it; ``sagemaker`` is the base URL of
+    SageMaker's ``/ping`` and ``/invocations``. A SageMaker endpoint has only ``sagemaker``.
     """
 
-    http: str
-    grpc: str
-    metrics: str
+    http: str | None = None
+    grpc: str | None = None
+    metrics: str | None = None
     sagemaker: str | None = None
 
     @classmethod
     def local(
         cls,
-        http_port: int,
-        grpc_port: int,
-        metrics_port: int,
+        http_port: int | None,
+        grpc_port: int | None,
+        metrics_port: int | None,
         sagemaker_port: int | None = None,
         *,
         host: str = LOCALHOST,
     ) -> ServerUrls:
-        """Build the URLs of a server listening on ``host`` with the given ports."""
+        """The URLs of a server listening on ``host`` with the given ports (None: not served)."""
         return cls(
-            http=f"http://{host}:{http_port}",
-            grpc=f"{host}:{grpc_port}",
-            metrics=f"http://{host}:{metrics_port}/metrics",
+            http=None if http_port is None else f"http://{host}:{http_port}",
+            grpc=None if grpc_port is None else f"{host}:{grpc_port}",
+            metrics=None if metrics_port is None else f"http://{host}:{metrics_port}/metrics",
             sagemaker=None if sagemaker_port is None else f"http://{host}:{sagemaker_port}",
         )
 
     def as_dict(self) -> dict[str, str]:
-        """The URLs as a JSON-ready dict; ``sagemaker`` only when it is served."""
-        out = {"http": self.http, "grpc": self.grpc, "metrics": self.metrics}
-        if self.sagemaker is not None:
-            out["sagemaker"] = self.sagemaker
-        return out
+        """The served endpoints as a JSON-ready dict."""
+        named = {"http": self.http, "grpc": self.grpc, "metrics": self.metrics, "sagemaker": self.sagemaker}
+        return {name: url for name, url in named.items() if url is not None}
+
+    def need(self, endpoint: InferenceEndpoint | Literal["metrics"]) -> str:
+        """The URL of ``endpoint``; raises ServerError naming what the server offers when it has none."""
+        from pytest_triton.errors import ServerError
+
+        url: str | None = getattr(self, endpoint)
+        if url is None:
+            offered = ", ".join(self.as_dict()) or "nothing"
+            raise ServerError(f"this server has no {endpoint} endpoint (it offers {offered})")
+        return url
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A repository made ready for one server, and what was changed to get there.
+
+    ``folder`` is what gets served, on this machine (a staged copy; the launcher owns it and removes it at
+    stop: a test may write more model folders there and load them through ``launcher.control``); ``location`` is
+    where the server sees it ("/models" in a container, "s3://..." for an endpoint; "" when it is ``folder``).
+    ``models`` are the model folders to load; ``adapted`` the ONNX models served by the adapter, with how;
+    ``notes`` anything else a reader of the report should know.
+    """
+
+    source: Path
+    folder: Path
+    models: tuple[str, ...]
+    adapted: tuple[AdaptedModel, ...] = ()
+    notes: tuple[str, ...] = ()
+    location: str = ""
+
+    def describe(self) -> list[str]:
+        """One line per change, for the session summary."""
+        return [f"adapted: {model.describe()}" for model in self.adapted] + list(self.notes)
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """What a launcher may be told, from pytest's options or the ``serve`` command line.
+
+    ``settings`` carries launcher-specific values by name (``tritonserver``, ``url``, ``image``, ``network``,
+    ``shm_size``, ``endpoint``...): a launcher reads the ones it knows, so other packages' launchers get
+    their own settings through the same object.
+    """
+
+    gpu: bool = False
+    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
+    staging: Path | None = None
+    settings: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    sagemaker: bool = False
+    progress: ProgressCallback | None = stderr_progress
+
+    def setting(self, name: str, default: Any = None) -> Any:
+        """A launcher-specific value, or ``default`` when it was not given (None counts as not given)."""
+        value = self.settings.get(name)
+        return default if value is None else value
 
 
 @runtime_checkable
 class TritonLauncher(Protocol):
     """A Triton server that a test can start, query and stop, whatever runs it.
 
-    Launchers are configured in their constructor and then started once; ``start()`` returns only when the
-    server and every requested model are ready, and raises :class:`~pytest_triton.errors.ModelLoadError`,
-    :class:`~pytest_triton.errors.ServerStartError` or :class:`~pytest_triton.errors.ServerTimeout`
-    otherwise. ``stop()`` is idempotent. Used as a context manager, a launcher starts on entry and stops
-    on exit. (``isinstance(x, TritonLauncher)`` reads the properties on Python < 3.12, and a local
-    launcher's ``urls`` raises before ``start()``: check started launchers.)
+    Launchers are configured before ``start()`` and started once; ``start()`` prepares the repository
+    (unless ``prepare()`` ran already) and returns only when the server and every requested model are ready,
+    raising :class:`~pytest_triton.errors.ModelLoadError`, :class:`~pytest_triton.errors.ServerStartError` or
+    :class:`~pytest_triton.errors.ServerTimeout` otherwise. ``stop()`` is idempotent and removes everything
+    the launcher made. Used as a context manager, a launcher starts on entry and stops on exit.
     """
+
+    name: ClassVar[str]
+
+    @classmethod
+    def from_options(
+        cls, repository: Path | None, options: ServeOptions, *, models: Sequence[str] | None = None
+    ) -> Self:
+        """Build a launcher for ``repository`` (None where the launcher serves something that exists)."""
+        ...
 
     @property
     def urls(self) -> ServerUrls:
@@ -86,12 +170,26 @@ class TritonLauncher(Protocol):
         """Whether the server can see at least one GPU."""
         ...
 
+    @property
+    def prepared(self) -> Prepared | None:
+        """What ``prepare()`` made (None before it ran)."""
+        ...
+
+    @property
+    def control(self) -> ModelControl | None:
+        """Load, unload and readiness of models; None where the server has no model control."""
+        ...
+
+    def prepare(self, source: Path) -> Prepared:
+        """Make ``source`` servable by this server (stage, adapt, package) and say what was changed."""
+        ...
+
     def start(self) -> Self:
         """Start (or attach to) the server and wait until it and its models are ready."""
         ...
 
     def stop(self) -> None:
-        """Stop the server and everything it started; calling it again does nothing."""
+        """Stop the server and remove everything the launcher made; calling it again does nothing."""
         ...
 
     def __enter__(self) -> Self: ...
@@ -119,18 +217,6 @@ class TritonLauncher(Protocol):
         """Raise ServerError, saying how the server ended and with its log tail, if it no longer runs."""
         ...
 
-    def model_ready(self, name: str, version: str = "") -> bool:
-        """Whether model ``name`` (or one of its versions) is ready for inference."""
-        ...
-
-    def load_model(self, name: str) -> None:
-        """Load (or reload) a model; raises ModelLoadError with Triton's text on failure."""
-        ...
-
-    def unload_model(self, name: str) -> None:
-        """Unload a model."""
-        ...
-
-    def wait_ready(self, models: Sequence[str], timeout: float) -> None:
-        """Wait until the server and every model in ``models`` are ready, at most ``timeout`` seconds."""
+    def transport(self, protocol: InferenceEndpoint = "http") -> Transport:
+        """An inference transport that reaches this server (``http``, ``grpc`` or ``sagemaker``)."""
         ...

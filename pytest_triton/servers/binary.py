@@ -23,7 +23,6 @@ import hashlib
 import importlib.util
 import os
 import shutil
-import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -238,20 +237,3 @@ def _same_file(a: Path, b: Path) -> bool:
     with contextlib.suppress(OSError):
         return a.resolve() == b.resolve() or os.path.samefile(a, b)
     return False
-
-
-def gpu_visible() -> bool:
-    """Whether a GPU is visible here: ``/dev/nvidia0`` exists or ``nvidia-smi -L`` lists one, and
-    ``CUDA_VISIBLE_DEVICES`` does not hide them all ("" or "-1")."""
-    if os.environ.get("CUDA_VISIBLE_DEVICES", "x").strip() in ("", "-1"):
-        return False
-    if Path("/dev/nvidia0").exists():
-        return True
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return False
-    try:
-        done = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return done.returncode == 0 and "GPU" in done.stdout

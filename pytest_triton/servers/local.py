@@ -31,16 +31,26 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import ClassVar
 from typing import final
 
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
+from pytest_triton.hardware import gpu_visible
+from pytest_triton.repository.layout import model_folders
+from pytest_triton.repository.layout import require_folder
+from pytest_triton.repository.layout import stage_copy
+from pytest_triton.repository.sagemaker import DEFAULT_MODEL_ENV
+from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.base import LOCALHOST
+from pytest_triton.servers.base import InferenceEndpoint
+from pytest_triton.servers.base import Prepared
+from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.base import ServerUrls
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import find_tritonserver
-from pytest_triton.servers.binary import gpu_visible
+from pytest_triton.servers.control import ModelControl
 from pytest_triton.servers.logs import LogFile
 from pytest_triton.servers.logs import last_error
 from pytest_triton.servers.logs import loaded_models
@@ -60,11 +70,12 @@ from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress
 from pytest_triton.servers.wait import wait_models_ready
-from pytest_triton.servers.wait import wait_models_unloaded
 from pytest_triton.servers.wait import wait_until
 
 if TYPE_CHECKING:
     from typing import Self
+
+    from pytest_triton.client.transports import Transport
 
 _NO_GPU_HINT = (
     "gpu=True but no GPU is visible (no /dev/nvidia0, `nvidia-smi -L` lists none, or CUDA_VISIBLE_DEVICES "
@@ -80,17 +91,13 @@ class _PortInUse(Exception):
     """Triton could not bind one of its ports: retry with new ones."""
 
 
-def repository_models(repository: Path) -> list[str]:
-    """The model folders of a repository: its subfolders, hidden ones and ``__pycache__`` left out."""
-    return sorted(
-        p.name for p in repository.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != "__pycache__"
-    )
-
-
 @final
 class LocalLauncher:
     """A ``tritonserver`` process serving ``repository`` on 127.0.0.1, stopped with everything it started.
 
+    The repository is staged into the launcher's own work folder first (``prepare``), so nothing is written
+    into it (the python backend writes ``__pycache__`` beside each model.py), and on a server without the
+    onnxruntime backend ONNX models are adapted there for this binary's backends and this machine's GPUs.
     ``models`` (None: every model folder) are loaded at startup with ``--model-control-mode=explicit``;
     ``start()`` returns once all of them are ready and raises :class:`ModelLoadError` with Triton's reason
     for each one that failed. ``binary`` is a path or a :class:`TritonBinary` (None: see
@@ -101,6 +108,8 @@ class LocalLauncher:
     models' ``finalize()``; a few seconds lets python models finalize (stop takes ~3 s then).
     """
 
+    name: ClassVar[str] = "local"
+
     def __init__(
         self,
         repository: str | os.PathLike[str],
@@ -108,7 +117,7 @@ class LocalLauncher:
         models: Sequence[str] | None = None,
         binary: str | os.PathLike[str] | TritonBinary | None = None,
         gpu: bool = False,
-        startup_timeout: float = 60.0,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         extra_args: Sequence[str] = (),
         sagemaker: bool = False,
         auto_complete_config: bool = True,
@@ -141,7 +150,26 @@ class LocalLauncher:
         self._stopped = False  # stop() ran: the process ending is ours, not a crash
         self._has_gpu: bool | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._prepared: Prepared | None = None
         self.command: list[str] = []
+
+    @classmethod
+    def from_options(
+        cls, repository: Path | None, options: ServeOptions, *, models: Sequence[str] | None = None
+    ) -> Self:
+        """A launcher from the common options; setting ``tritonserver`` names the binary."""
+        if repository is None:
+            raise ServerStartError("the local launcher serves a model repository: give its folder")
+        return cls(
+            repository,
+            models=models,
+            binary=options.setting("tritonserver"),
+            gpu=options.gpu,
+            startup_timeout=options.startup_timeout,
+            sagemaker=options.sagemaker,
+            env=options.env,
+            progress=options.progress,
+        )
 
     # -- configuration ---------------------------------------------------------------------------------
 
@@ -171,6 +199,58 @@ class LocalLauncher:
         if self._urls is None:
             raise ServerError("LocalLauncher is not started; call start() first")
         return self._urls
+
+    @property
+    def prepared(self) -> Prepared | None:
+        """The staged repository and what was adapted in it (None before ``prepare()``/``start()``)."""
+        return self._prepared
+
+    @property
+    def control(self) -> ModelControl:
+        """Load, unload and readiness of this server's models."""
+        return ModelControl(
+            self.urls.need("http"),
+            log_tail=self.log_tail,
+            load_reason=lambda name: model_failure_reason(self._log.lines() if self._log else [], name),
+            check_alive=self._require_running,
+            progress=self.progress,
+            what="tritonserver",
+        )
+
+    def transport(self, protocol: InferenceEndpoint = "http") -> Transport:
+        """An inference transport to this server."""
+        from pytest_triton.client.transports import transport_for
+
+        return transport_for(self.urls, protocol)
+
+    def prepare(self, source: Path) -> Prepared:
+        """Stage ``source`` into this launcher's work folder and adapt its ONNX models where needed."""
+        from pytest_triton.repository.onnx_adapter import AdapterTarget
+        from pytest_triton.repository.onnx_adapter import adapt_repository
+        from pytest_triton.repository.onnx_adapter import onnx_models
+
+        require_folder(Path(source), "model repository")
+        folder = stage_copy(Path(source), self._work() / "repository")
+        adapted: list[Any] = []
+        if "onnxruntime" not in self.backends and onnx_models(folder):
+            adapted = adapt_repository(folder, AdapterTarget.this_environment(self.backends, self.has_gpu))
+        models = model_folders(folder) if self.models is None else self.models
+        self._prepared = Prepared(Path(source), folder, tuple(models), tuple(adapted))
+        return self._prepared
+
+    def _work(self) -> Path:
+        """This launcher's work folder (staged repository, logs), removed by stop() or at exit."""
+        if self._workdir is None:
+            self._workdir = Path(tempfile.mkdtemp(prefix="pytest-triton-"))
+            self._arm_finalizer()
+        return self._workdir
+
+    def _arm_finalizer(self) -> None:
+        # a launcher dropped or left running at interpreter exit still stops its server, frees its shared
+        # memory and removes its work folder
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, _cleanup, self._proc, self._shm_prefix, self._workdir)
 
     @property
     def shm_prefix(self) -> str:
@@ -207,10 +287,12 @@ class LocalLauncher:
                 log_tail=self.log_tail(),
             )
 
-    def _build_command(self, binary: TritonBinary, models: list[str], ports: tuple[int, ...]) -> list[str]:
+    def _build_command(
+        self, binary: TritonBinary, folder: Path, models: list[str], ports: tuple[int, ...]
+    ) -> list[str]:
         cmd = [
             str(binary.path),
-            f"--model-repository={self.repository}",
+            f"--model-repository={folder}",
             "--model-control-mode=explicit",
             *(f"--load-model={name}" for name in models),
             "--exit-on-error=false",
@@ -238,23 +320,22 @@ class LocalLauncher:
     # -- lifecycle -------------------------------------------------------------------------------------
 
     def start(self) -> Self:
-        """Start tritonserver and wait (at most ``startup_timeout`` s) until it and every model are ready."""
+        """Prepare the repository (unless done), start tritonserver and wait (at most ``startup_timeout`` s)
+        until it and every model are ready."""
         if self._proc is not None:
             raise ServerError("LocalLauncher.start() called twice; create a new launcher to start again")
-        if not self.repository.is_dir():
-            raise ServerStartError(f"model repository {str(self.repository)!r} is not a directory")
         if self.gpu and not self.has_gpu:
             raise ServerStartError(_NO_GPU_HINT)
         binary = self.binary
-        models = repository_models(self.repository) if self.models is None else self.models
         sweep_stale_shm()
-        self._workdir = Path(tempfile.mkdtemp(prefix="pytest-triton-"))
-        self._shm_prefix = shm_prefix(secrets.token_hex(4))
         budget = _Budget(self.startup_timeout)
         try:
+            prepared = self._prepared or self.prepare(self.repository)
+            models = list(prepared.models)
+            self._shm_prefix = shm_prefix(secrets.token_hex(4))
             for attempt in range(self.port_retries + 1):
                 try:
-                    self._launch(binary, models, attempt)
+                    self._launch(binary, prepared.folder, models, attempt)
                     self._wait_started(models, budget)
                     return self
                 except _PortInUse:
@@ -269,26 +350,24 @@ class LocalLauncher:
             raise
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _launch(self, binary: TritonBinary, models: list[str], attempt: int) -> None:
-        assert self._workdir is not None
+    def _launch(self, binary: TritonBinary, folder: Path, models: list[str], attempt: int) -> None:
         self._ports = reserve_ports(4 if self.sagemaker else 3)
         ports = self._ports.ports
         self._urls = ServerUrls.local(ports[0], ports[1], ports[2], ports[3] if self.sagemaker else None)
-        self.command = self._build_command(binary, models, ports)
-        log_path = self._workdir / f"tritonserver-{attempt}.log"
+        self.command = self._build_command(binary, folder, models, ports)
+        log_path = self._work() / f"tritonserver-{attempt}.log"
         self._log = LogFile(log_path)
         with log_path.open("wb") as out:
             try:
                 self._proc = spawn(self.command, env=self._environ(binary, models), stdout=out)
             except OSError as err:
                 raise ServerStartError(f"could not run {str(binary.path)!r}: {err}") from err
-        # a launcher dropped or left running at interpreter exit still stops its server and frees its memory
-        self._finalizer = weakref.finalize(self, _cleanup, self._proc, self._shm_prefix)
+        self._arm_finalizer()
 
     def _environ(self, binary: TritonBinary, models: list[str]) -> dict[str, str]:
         env = binary.environ()
         if self.sagemaker and len(models) == 1:  # what the SageMaker Triton image's serve script does
-            env.setdefault("SAGEMAKER_TRITON_DEFAULT_MODEL_NAME", models[0])
+            env.setdefault(DEFAULT_MODEL_ENV, models[0])
         env.update(self.env)
         return env
 
@@ -296,7 +375,7 @@ class LocalLauncher:
         assert self._urls is not None
         assert self._log is not None
         assert self._proc is not None
-        rest = TritonRest(self._urls.http, timeout=2.0)
+        rest = TritonRest(self._urls.need("http"), timeout=2.0)
         log, proc = self._log, self._proc
         frontends = ["Started GRPCInferenceService", "Started HTTPService", "Started Metrics Service"]
         if self.sagemaker:
@@ -375,17 +454,17 @@ class LocalLauncher:
 
     def _kill(self) -> None:
         """Stop the process of a failed attempt, keep its log, drop its ports."""
-        if self._finalizer is not None:
-            self._finalizer.detach()
         if self._proc is not None:
             stop_process_group(self._proc, interrupt_timeout=0.0, terminate_timeout=2.0)
             self._proc = None
+            self._arm_finalizer()
         if self._ports is not None:
             self._ports.release()
             self._ports = None
 
     def stop(self) -> None:
-        """Stop tritonserver and its python stubs, remove their shared memory; calling it again does nothing."""
+        """Stop tritonserver and its python stubs, remove their shared memory and the work folder (the staged
+        repository); the log stays readable. Calling it again does nothing."""
         self._stopped = True
         if self._finalizer is not None:
             self._finalizer.detach()
@@ -427,36 +506,8 @@ class LocalLauncher:
         """The last ``lines`` non-blank lines of the server log."""
         return "" if self._log is None else self._log.tail(lines)
 
-    def _rest(self) -> TritonRest:
-        return TritonRest(self.urls.http)
-
-    def model_ready(self, name: str, version: str = "") -> bool:
-        """Whether ``GET /v2/models/NAME[/versions/V]/ready`` answers 200."""
-        return self._rest().model_ready(name, version)
-
-    def load_model(self, name: str) -> None:
-        """Load (or reload) a model; raises ModelLoadError with Triton's text and the log tail."""
-        try:
-            self._rest().load(name)
-        except ModelLoadError as err:
-            reason = err.reason
-            if reason.endswith("failed to poll from model repository"):  # the why is only in the log
-                detail = model_failure_reason(self._log.lines() if self._log else [], name)
-                reason = f"{reason}: {detail.splitlines()[-1]}" if detail else reason
-            raise ModelLoadError(name, reason, log_tail=self.log_tail()) from None
-
-    def unload_model(self, name: str, *, wait: bool = True, timeout: float = 30.0) -> None:
-        """Unload a model; with ``wait`` (the default) return once Triton has finished unloading it.
-
-        Triton itself answers the request at once and unloads in the background.
-        """
-        rest = self._rest()
-        rest.unload(name)
-        if wait:
-            wait_models_unloaded(rest, [name], timeout=timeout, progress=self.progress, log_tail=self.log_tail)
-
-    def wait_ready(self, models: Sequence[str], timeout: float) -> None:
-        """Wait until the server and each of ``models`` are ready, at most ``timeout`` s."""
+    def _require_running(self) -> None:
+        """Raise ServerStartError saying how the server ended, if it has (used before waits)."""
         proc = self._proc
         if proc is not None and proc.poll() is not None:
             raise ServerStartError(
@@ -464,12 +515,15 @@ class LocalLauncher:
                 exit_code=proc.returncode,
                 log_tail=self.log_tail(),
             )
-        wait_models_ready(self._rest(), models, timeout=timeout, progress=self.progress, log_tail=self.log_tail)
 
 
-def _cleanup(proc: subprocess.Popen[bytes], prefix: str) -> None:
-    stop_process_group(proc, interrupt_timeout=2.0)
-    remove_shm(prefix)
+def _cleanup(proc: subprocess.Popen[bytes] | None, prefix: str, workdir: Path | None) -> None:
+    if proc is not None:
+        stop_process_group(proc, interrupt_timeout=2.0)
+    if prefix:
+        remove_shm(prefix)
+    if workdir is not None:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 class _Budget:

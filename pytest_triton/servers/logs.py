@@ -160,3 +160,21 @@ class LogFile:
         """Read what is left and stop reading the file (it may be removed afterwards)."""
         self._read()
         self._frozen = True
+
+
+# what Triton prints at error level on a machine without a GPU (CUDA and NVML probes at startup): true, and
+# no help in the log of a failing test there
+_GPU_NOISE = re.compile(
+    r"CUDA driver version is insufficient|Failed to initialize NVML|Unable to get number of CUDA devices"
+    r"|no CUDA-capable device|Failed to initialize CUDA|unable to get CUDA device count|cudaGetDeviceCount"
+)
+
+
+def without_gpu_noise(text: str) -> str:
+    """``text`` without the GPU probe errors of a server that sees no GPU, with one line saying so."""
+    lines = text.splitlines()
+    kept = [line for line in lines if not _GPU_NOISE.search(line)]
+    dropped = len(lines) - len(kept)
+    if dropped:
+        kept.append(f"({dropped} CUDA/NVML probe lines of a machine without a GPU left out)")
+    return "\n".join(kept)

@@ -1,23 +1,21 @@
-"""The few KServe v2 / Triton HTTP calls a launcher needs, with the standard library only.
+"""Triton's HTTP REST API (KServe v2 plus Triton's extensions), over the one HTTP client of the package.
 
-Health, per-model readiness, the repository index (state and reason of every model) and model control.
-Proxies from the environment are ignored: these calls go to a server the tests started or were given.
+Health, metadata, per-model readiness and configuration, the repository index (state and reason of every
+model), model control, statistics and the metrics page. Every model name is quoted in its URL, and no call
+goes through a proxy (see :mod:`pytest_triton.servers.http11`).
 """
 
 from __future__ import annotations
 
 import json
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 from typing import final
 
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.errors import ServerError
-
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+from pytest_triton.servers.http11 import KeepAliveHttp
 
 
 @dataclass(frozen=True)
@@ -34,32 +32,45 @@ class IndexEntry:
     reason: str = ""
 
 
-def _quote(name: str) -> str:
-    return urllib.parse.quote(name, safe="")
+def model_path(name: str, version: str = "") -> str:
+    """``/v2/models/NAME[/versions/V]`` with both parts quoted."""
+    path = f"/v2/models/{urllib.parse.quote(name, safe='')}"
+    if version:
+        path += f"/versions/{urllib.parse.quote(version, safe='')}"
+    return path
 
 
 @final
 class TritonRest:
-    """A minimal client of a Triton HTTP endpoint (``http://host:port``)."""
+    """A client of one Triton HTTP endpoint (``http://host:port``)."""
 
     def __init__(self, base_url: str, *, timeout: float = 5.0) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        self._http = KeepAliveHttp(self.base_url, timeout)
+
+    def close(self) -> None:
+        """Close the kept-alive connections."""
+        self._http.close()
 
     def request(self, method: str, path: str, body: Any = None, *, timeout: float | None = None) -> tuple[int, bytes]:
         """Send one request; returns (status, body). HTTP errors are returned, connection errors raise OSError."""
-        data = None if body is None else json.dumps(body).encode()
-        if data is None and method == "POST":
-            data = b""
-        req = urllib.request.Request(self.base_url + path, data=data, method=method)
-        if data:
-            req.add_header("Content-Type", "application/json")
+        data = b"" if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"} if data else {}
+        reply = self._http.request(method, path, data, headers, timeout=timeout)
+        return reply.status, reply.body
+
+    def get_json(self, path: str, what: str, *, timeout: float | None = None) -> Any:
+        """GET ``path`` and parse its JSON; raises ServerError saying ``what`` failed, with Triton's text."""
         try:
-            with _OPENER.open(req, timeout=self.timeout if timeout is None else timeout) as resp:
-                return int(resp.status), resp.read()
-        except urllib.error.HTTPError as err:
-            with err:
-                return int(err.code), err.read()
+            status, body = self.request("GET", path, timeout=timeout)
+        except OSError as err:
+            raise ServerError(
+                f"{what} failed: GET {self.base_url}{path} failed: {err}; is the server running and the URL right?"
+            ) from err
+        if status != 200:
+            raise ServerError(f"{what} failed: GET {self.base_url}{path}: HTTP {status} {error_text(body)}")
+        return json.loads(body)
 
     def _ok(self, path: str) -> bool:
         try:
@@ -78,16 +89,32 @@ class TritonRest:
 
     def model_ready(self, name: str, version: str = "") -> bool:
         """``GET /v2/models/NAME[/versions/V]/ready`` answers 200."""
-        path = f"/v2/models/{_quote(name)}"
-        if version:
-            path += f"/versions/{_quote(version)}"
-        return self._ok(path + "/ready")
+        return self._ok(model_path(name, version) + "/ready")
+
+    def metadata(self, name: str) -> dict[str, Any]:
+        """A model's KServe metadata (``GET /v2/models/NAME``): inputs and outputs with shapes and datatypes."""
+        result: dict[str, Any] = self.get_json(model_path(name), f"reading the metadata of model {name!r}")
+        return result
+
+    def config(self, name: str) -> dict[str, Any]:
+        """The model configuration Triton uses (``GET /v2/models/NAME/config``), as JSON."""
+        result: dict[str, Any] = self.get_json(model_path(name) + "/config", f"reading the config of model {name!r}")
+        return result
+
+    def statistics(self, name: str = "", version: str = "", *, timeout: float | None = None) -> dict[str, Any]:
+        """Triton's inference statistics of one model (version), or of every model when ``name`` is ""."""
+        path = (model_path(name, version) if name else "/v2/models") + "/stats"
+        result: dict[str, Any] = self.get_json(path, "reading inference statistics", timeout=timeout)
+        return result
 
     def index(self) -> list[IndexEntry]:
         """The repository index: every model of the repository with its state and reason."""
-        status, body = self.request("POST", "/v2/repository/index", {})
+        try:
+            status, body = self.request("POST", "/v2/repository/index", {})
+        except OSError as err:
+            raise ServerError(f"POST {self.base_url}/v2/repository/index failed: {err}") from err
         if status != 200:
-            raise ServerError(f"POST {self.base_url}/v2/repository/index answered {status}: {_error_text(body)}")
+            raise ServerError(f"POST {self.base_url}/v2/repository/index answered {status}: {error_text(body)}")
         rows = json.loads(body or b"[]")
         return [
             IndexEntry(
@@ -101,26 +128,19 @@ class TritonRest:
 
     def load(self, name: str, *, timeout: float = 300.0) -> None:
         """Load (or reload) a model; Triton answers once loading finished, with its error text if it failed."""
-        status, body = self.request("POST", f"/v2/repository/models/{_quote(name)}/load", timeout=timeout)
+        path = f"/v2/repository/models/{urllib.parse.quote(name, safe='')}/load"
+        status, body = self.request("POST", path, timeout=timeout)
         if status != 200:
-            raise ModelLoadError(name, _error_text(body))
+            raise ModelLoadError(name, error_text(body))
 
     def unload(self, name: str) -> None:
         """Ask Triton to unload a model (it answers before the unload has finished)."""
-        status, body = self.request("POST", f"/v2/repository/models/{_quote(name)}/unload")
+        status, body = self.request("POST", f"/v2/repository/models/{urllib.parse.quote(name, safe='')}/unload")
         if status != 200:
-            raise ServerError(f"unloading model {name!r} failed ({status}): {_error_text(body)}")
-
-    def config(self, name: str) -> dict[str, Any]:
-        """The model configuration Triton uses (``GET /v2/models/NAME/config``), as JSON."""
-        status, body = self.request("GET", f"/v2/models/{_quote(name)}/config")
-        if status != 200:
-            raise ServerError(f"reading the config of model {name!r} failed ({status}): {_error_text(body)}")
-        result: dict[str, Any] = json.loads(body)
-        return result
+            raise ServerError(f"unloading model {name!r} failed ({status}): {error_text(body)}")
 
 
-def _error_text(body: bytes) -> str:
+def error_text(body: bytes) -> str:
     """Triton's ``{"error": "..."}`` text, or the raw body."""
     text = body.decode("utf-8", errors="replace")
     try:
@@ -133,12 +153,18 @@ def _error_text(body: bytes) -> str:
 
 
 def fetch_text(url: str, *, timeout: float = 5.0) -> str:
-    """GET a URL (e.g. the metrics endpoint) and return its body as text; raises ServerError if not 200."""
+    """GET a full URL (e.g. the metrics endpoint) and return its body as text; raises ServerError if not 200."""
+    parts = urllib.parse.urlsplit(url)
+    client = KeepAliveHttp(f"{parts.scheme}://{parts.netloc}", timeout)
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
     try:
-        with _OPENER.open(url, timeout=timeout) as resp:
-            return bytes(resp.read()).decode("utf-8", errors="replace")
-    except urllib.error.HTTPError as err:
-        with err:
-            raise ServerError(f"GET {url} answered {err.code}: {_error_text(err.read())}") from None
+        reply = client.request("GET", path)
     except OSError as err:
         raise ServerError(f"GET {url} failed: {err}") from err
+    finally:
+        client.close()
+    if reply.status != 200:
+        raise ServerError(f"GET {url} answered {reply.status}: {error_text(reply.body)}")
+    return reply.body.decode("utf-8", errors="replace")

@@ -3,11 +3,13 @@
 Once every model is ready, prints exactly one line of JSON to stdout and flushes it::
 
     {"http": "http://127.0.0.1:PORT", "grpc": "127.0.0.1:PORT", "metrics": "http://127.0.0.1:PORT/metrics",
-     "models": ["..."]}
+     "models": ["..."], "launcher": "local", "changes": ["..."]}
 
-(plus ``"sagemaker"`` with ``--sagemaker``). Progress and errors go to stderr. SIGINT or SIGTERM stop the
-server cleanly (exit 0); a failed start exits 1; a server that dies while serving exits 1; a signal before
-the server was ready exits 130.
+(plus ``"sagemaker"`` with ``--sagemaker``; ``changes`` says what the launcher changed to serve the
+repository, e.g. ONNX models served by the adapter). The repository is served through the same factory and
+launchers as the pytest fixtures. Progress and errors go to stderr. SIGINT or SIGTERM stop the server cleanly
+(exit 0); a failed start exits 1; a server that dies while serving exits 1; a signal before the server was
+ready exits 130.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ from types import FrameType
 from typing import Any
 
 from pytest_triton.errors import PytestTritonError
+from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
+from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.base import TritonLauncher
-from pytest_triton.servers.local import LocalLauncher
-from pytest_triton.servers.local import repository_models
-from pytest_triton.servers.url import UrlLauncher
+from pytest_triton.servers.factory import ServerFactory
+from pytest_triton.servers.registry import DEFAULT_LAUNCHER
+from pytest_triton.servers.registry import launcher_names
 
 
 class _Stop(BaseException):
@@ -39,9 +43,21 @@ def build_parser() -> argparse.ArgumentParser:
         description="Serve a Triton model repository on 127.0.0.1 until Ctrl-C; print its URLs as JSON",
     )
     parser.add_argument("repository", metavar="REPO", help="Model repository folder")
-    parser.add_argument("--launcher", choices=["local", "url"], default="local", help="How to run Triton")
+    parser.add_argument(
+        "--launcher",
+        default=DEFAULT_LAUNCHER,
+        metavar="NAME",
+        help=f"How to run Triton: one of {', '.join(launcher_names())} (default: %(default)s)",
+    )
     parser.add_argument("--tritonserver", metavar="PATH", help="The tritonserver binary (local launcher)")
     parser.add_argument("--url", metavar="URL", help="HTTP URL of a running server (url launcher)")
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="A launcher-specific setting (repeatable), e.g. image=nvcr.io/nvidia/tritonserver:26.05-py3",
+    )
     parser.add_argument(
         "--model",
         action="append",
@@ -51,33 +67,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--gpu", action="store_true", help="Require a visible GPU")
     parser.add_argument("--sagemaker", action="store_true", help="Also serve the SageMaker frontend")
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="S", help="Seconds to wait for readiness")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_STARTUP_TIMEOUT,
+        metavar="S",
+        help="Seconds to wait for readiness (default: %(default)s)",
+    )
     return parser
 
 
-def _launcher(args: argparse.Namespace, models: list[str]) -> TritonLauncher:
-    if args.launcher == "url":
-        if not args.url:
-            raise PytestTritonError("--launcher url needs --url URL of the running server")
-        return UrlLauncher(args.url, models=models, startup_timeout=args.timeout)
-    return LocalLauncher(
-        args.repository,
-        models=models,
-        binary=args.tritonserver,
-        gpu=args.gpu,
-        startup_timeout=args.timeout,
-        sagemaker=args.sagemaker,
-    )
+def _options(args: argparse.Namespace) -> ServeOptions:
+    settings: dict[str, Any] = {"tritonserver": args.tritonserver, "url": args.url}
+    for item in args.setting:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise PytestTritonError(f"--setting {item!r} is not KEY=VALUE")
+        settings[key] = value
+    return ServeOptions(gpu=args.gpu, startup_timeout=args.timeout, settings=settings, sagemaker=args.sagemaker)
 
 
 def serve_main(argv: list[str]) -> int:
     """Run ``serve`` with ``argv`` (without the program name); returns the exit code."""
     args = build_parser().parse_args(argv)
-    repository = Path(args.repository)
-    if not repository.is_dir():
-        print(f"error: REPO={args.repository!r} is not a directory", file=sys.stderr)
-        return 1
-    models = list(args.models) if args.models else repository_models(repository)
 
     stop = threading.Event()
     ready = False
@@ -88,12 +100,18 @@ def serve_main(argv: list[str]) -> int:
             raise _Stop()
 
     previous: dict[int, Any] = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    launcher: TritonLauncher | None = None
+    factory: ServerFactory | None = None
     try:
-        launcher = _launcher(args, models)
-        launcher.start()
+        factory = ServerFactory(args.launcher, _options(args))
+        launcher = factory.start(Path(args.repository), models=args.models)
         ready = True
-        payload: dict[str, Any] = {**launcher.urls.as_dict(), "models": models}
+        prepared = launcher.prepared
+        payload: dict[str, Any] = {
+            **launcher.urls.as_dict(),
+            "models": list(prepared.models) if prepared else args.models or [],
+            "launcher": args.launcher,
+            "changes": prepared.describe() if prepared else [],
+        }
         sys.stdout.write(json.dumps(payload) + "\n")
         sys.stdout.flush()
         return _serve(launcher, stop)
@@ -104,20 +122,19 @@ def serve_main(argv: list[str]) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     finally:
-        if launcher is not None:
+        if factory is not None:
             ready = True  # a second signal during stop() must not interrupt it
-            launcher.stop()
+            factory.stop_all()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
 
 def _serve(launcher: TritonLauncher, stop: threading.Event) -> int:
     while not stop.wait(0.5):
-        if isinstance(launcher, LocalLauncher) and not launcher.running:
-            print(
-                f"error: tritonserver exited while serving\n--- server log (last lines) ---\n{launcher.log_tail()}",
-                file=sys.stderr,
-            )
+        try:
+            launcher.check_alive()
+        except PytestTritonError as err:
+            print(f"error: the server ended while serving: {err}", file=sys.stderr)
             return 1
     return 0
 

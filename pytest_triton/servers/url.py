@@ -4,23 +4,33 @@ from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
+from typing import ClassVar
 from typing import final
 
+from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
+from pytest_triton.repository.layout import model_folders
+from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
+from pytest_triton.servers.base import InferenceEndpoint
+from pytest_triton.servers.base import Prepared
+from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.base import ServerUrls
+from pytest_triton.servers.control import ModelControl
 from pytest_triton.servers.rest import TritonRest
 from pytest_triton.servers.rest import fetch_text
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress
-from pytest_triton.servers.wait import wait_models_ready
 from pytest_triton.servers.wait import wait_until
 
 if TYPE_CHECKING:
     from typing import Self
+
+    from pytest_triton.client.transports import Transport
 
 
 def _derived_urls(http_url: str) -> tuple[str, str]:
@@ -41,8 +51,11 @@ class UrlLauncher:
     P+2). ``start()`` waits up to ``startup_timeout`` s for the server (and ``models``) to be ready and
     ``stop()`` leaves it running. There is no log to read. ``backends`` defaults to the backends of the
     models that are READY when it is first read (a lower bound: the API does not list backends);
-    ``has_gpu`` defaults to whether the metrics endpoint reports GPU metrics.
+    ``has_gpu`` defaults to whether the metrics endpoint reports GPU metrics. The server reads its own
+    repository: ``prepare()`` only lists the models of the folder it is given, to wait for them.
     """
+
+    name: ClassVar[str] = "url"
 
     def __init__(
         self,
@@ -52,7 +65,7 @@ class UrlLauncher:
         metrics_url: str | None = None,
         sagemaker_url: str | None = None,
         models: Sequence[str] = (),
-        startup_timeout: float = 30.0,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         backends: frozenset[str] | None = None,
         has_gpu: bool | None = None,
         progress: ProgressCallback | None = stderr_progress,
@@ -73,6 +86,49 @@ class UrlLauncher:
         self._backends = backends
         self._has_gpu = has_gpu
         self._rest = TritonRest(http)
+        self._prepared: Prepared | None = None
+
+    @classmethod
+    def from_options(
+        cls, repository: Path | None, options: ServeOptions, *, models: Sequence[str] | None = None
+    ) -> Self:
+        """A launcher for the server at setting ``url``; ``repository`` (optional) names the models to wait for."""
+        url = options.setting("url")
+        if not url:
+            raise ConfigError(
+                "the url launcher needs the server's URL: pass --triton-url http://HOST:PORT to pytest "
+                "(python -m pytest_triton serve: --url http://HOST:PORT)"
+            )
+        launcher = cls(str(url), startup_timeout=options.startup_timeout, progress=options.progress)
+        if models is not None:
+            launcher.models = list(models)
+        if repository is not None:
+            launcher.prepare(repository)
+        return launcher
+
+    @property
+    def prepared(self) -> Prepared | None:
+        """The repository this server is expected to serve, when one was given."""
+        return self._prepared
+
+    def prepare(self, source: Path) -> Prepared:
+        """Nothing is staged (the server reads its own repository); the models of ``source`` are waited for."""
+        if not self.models:
+            self.models = model_folders(Path(source))
+        note = f"served by the Triton at {self._urls.http}, from its own copy of the repository"
+        self._prepared = Prepared(Path(source), Path(source), tuple(self.models), notes=(note,))
+        return self._prepared
+
+    @property
+    def control(self) -> ModelControl:
+        """Load, unload and readiness of the server's models (it must run with explicit model control to load)."""
+        return ModelControl(self._rest.base_url, progress=self.progress, what=f"Triton at {self._urls.http}")
+
+    def transport(self, protocol: InferenceEndpoint = "http") -> Transport:
+        """An inference transport to this server."""
+        from pytest_triton.client.transports import transport_for
+
+        return transport_for(self._urls, protocol)
 
     @property
     def urls(self) -> ServerUrls:
@@ -98,7 +154,7 @@ class UrlLauncher:
         """Whether the server reports GPU metrics (or what was given)."""
         if self._has_gpu is None:
             try:
-                self._has_gpu = "nv_gpu_utilization{" in fetch_text(self._urls.metrics)
+                self._has_gpu = "nv_gpu_utilization{" in fetch_text(self._urls.need("metrics"))
             except ServerError:
                 self._has_gpu = False
         return self._has_gpu
@@ -121,7 +177,7 @@ class UrlLauncher:
                 f"no Triton server answers at http_url={self._urls.http!r} "
                 f"(GET /v2/health/live, {self.startup_timeout:.0f} s); start it or fix the URL"
             ) from None
-        self.wait_ready(self.models, self.startup_timeout)
+        self.control.wait_ready(self.models, self.startup_timeout)
         return self
 
     def stop(self) -> None:
@@ -157,21 +213,3 @@ class UrlLauncher:
         """Raise ServerError if the server no longer answers ``GET /v2/health/live``."""
         if not self._rest.live():
             raise ServerError(f"the Triton server at {self._urls.http} no longer answers GET /v2/health/live")
-
-    def model_ready(self, name: str, version: str = "") -> bool:
-        """Whether ``GET /v2/models/NAME[/versions/V]/ready`` answers 200."""
-        return self._rest.model_ready(name, version)
-
-    def load_model(self, name: str) -> None:
-        """Load a model (the server must run with ``--model-control-mode=explicit``)."""
-        self._rest.load(name)
-
-    def unload_model(self, name: str) -> None:
-        """Unload a model."""
-        self._rest.unload(name)
-
-    def wait_ready(self, models: Sequence[str], timeout: float) -> None:
-        """Wait until the server and each of ``models`` are ready, at most ``timeout`` s."""
-        wait_models_ready(
-            self._rest, models, timeout=timeout, what=f"Triton at {self._urls.http}", progress=self.progress
-        )

@@ -22,9 +22,8 @@ from pytest_triton.client.nli import NliSample
 from pytest_triton.client.nli import NliTokenizer
 from pytest_triton.client.nli import load_samples
 from pytest_triton.client.reference import OnnxReference
-from pytest_triton.client.transports import TritonHttpTransport
-from pytest_triton.fixtures import TritonServerFactory
 from pytest_triton.servers.base import TritonLauncher
+from pytest_triton.serving import TritonServerFactory
 
 pytest.importorskip("onnxruntime", reason="the reference variant needs onnxruntime (pip install '.[serve]')")
 
@@ -54,7 +53,7 @@ class Served:
         return "tf32" if self.providers[0] == "CUDAExecutionProvider" else "fp32"
 
     def client(self, tokenizer: NliTokenizer) -> NliClient:
-        return NliClient(TritonHttpTransport(self.server.urls.http), tokenizer)
+        return NliClient(self.server.transport("http"), tokenizer)
 
 
 @pytest.fixture(scope="session")
@@ -83,9 +82,9 @@ _ENGINES = {"TensorrtExecutionProvider": "tensorrt", "CUDAExecutionProvider": "g
 
 def _serve(factory: TritonServerFactory, repository: str | Path, stem: str) -> Served:
     """Serve a repository; the variant is named after the provider mdeberta really runs on."""
-    before = len(factory.state.adapted)
     server = factory.start(repository if isinstance(repository, Path) else SCENARIO / repository)
-    adapted = [m for m in factory.state.adapted[before:] if m.name == "mdeberta"]
+    prepared = server.prepared
+    adapted = [m for m in (prepared.adapted if prepared else ()) if m.name == "mdeberta"]
     if adapted:
         providers, notes = tuple(adapted[0].providers), tuple(adapted[0].notes)
     else:  # the real onnxruntime backend runs what the config asks for

@@ -28,7 +28,7 @@ def test_add(triton_client):
 
 
 def test_fails_and_shows_the_server_log(triton_server):
-    assert triton_server.model_ready("python_add")
+    assert triton_server.control.ready("python_add")
     assert False, "deliberate"
 """
 
@@ -79,5 +79,45 @@ def test_triton_server_without_repository_says_what_to_do(pytester: pytest.Pytes
 
 def test_repository_from_ini(pytester: pytest.Pytester) -> None:
     pytester.makeini(f"[pytest]\ntriton_repository = {EXAMPLES}\n")
-    pytester.makepyfile("def test_ready(triton_server):\n    assert triton_server.model_ready('python_add')\n")
+    pytester.makepyfile("def test_ready(triton_server):\n    assert triton_server.control.ready('python_add')\n")
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+TWO_SERVERS = """
+import pytest
+
+EXAMPLES = {examples!r}
+
+
+@pytest.fixture(scope="session")
+def first(triton_server_factory):
+    return triton_server_factory.start(EXAMPLES)
+
+
+@pytest.fixture(scope="session")
+def second(triton_server_factory):
+    return triton_server_factory.start(EXAMPLES)
+
+
+def test_starts_both(first, second):
+    pass
+
+
+def test_uses_the_second_and_fails(second):
+    assert False, "deliberate"
+
+
+def test_uses_no_server_and_fails():
+    assert 1 + 1 == 3
+"""
+
+
+def test_a_failing_test_gets_only_the_logs_of_the_servers_it_used(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(TWO_SERVERS.format(examples=str(EXAMPLES)))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=2)
+    out = result.stdout.str()
+    assert out.count("log (last 50 lines)") == 1
+    result.stdout.fnmatch_lines(["*test_uses_the_second_and_fails*", "*tritonserver 1 log (last 50 lines)*"])
+    assert "tritonserver 0 log" not in out
+    assert "CUDA driver version is insufficient" not in out  # the CPU-only probe noise is left out, and said so

@@ -9,8 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_triton.client.http11 import KeepAliveHttp
+from pytest_triton.errors import ConfigError
 from pytest_triton.errors import InferenceError
+from pytest_triton.servers.http11 import KeepAliveHttp
 
 Handler = Callable[[bytes], bytes | None]  # request bytes -> reply bytes (None: close without replying)
 
@@ -178,5 +179,5 @@ def test_nothing_listening_fails_with_the_url() -> None:
 
 
 def test_rejects_non_http_urls() -> None:
-    with pytest.raises(InferenceError, match="is not an http://HOST:PORT URL"):
+    with pytest.raises(ConfigError, match="is not an http://HOST:PORT URL"):
         KeepAliveHttp("https://example.invalid", timeout=1)

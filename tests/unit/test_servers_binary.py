@@ -11,10 +11,10 @@ import pytest
 
 from pytest_triton.errors import MissingDependency
 from pytest_triton.errors import ServerStartError
+from pytest_triton.hardware import gpu_visible
 from pytest_triton.servers import binary as binary_mod
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import find_tritonserver
-from pytest_triton.servers.binary import gpu_visible
 from pytest_triton.servers.binary import list_backends
 from pytest_triton.servers.binary import prepare_backend_dir
 
@@ -151,3 +151,21 @@ def test_gpu_hidden_by_cuda_visible_devices(monkeypatch: pytest.MonkeyPatch) -> 
     assert not gpu_visible()
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
     assert not gpu_visible()
+
+
+def test_require_gpu_says_what_it_saw(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_triton.errors import PytestTritonError
+    from pytest_triton.hardware import require_gpu
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr("pytest_triton.hardware._listed_gpus", lambda: ())
+    with pytest.raises(PytestTritonError, match=r"no GPU is visible .*CUDA_VISIBLE_DEVICES is unset\)"):
+        require_gpu()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
+    with pytest.raises(PytestTritonError, match=r"CUDA_VISIBLE_DEVICES='-1'\)"):
+        require_gpu()
+    monkeypatch.setattr("pytest_triton.hardware._listed_gpus", lambda: ("NVIDIA H200",))
+    with pytest.raises(PytestTritonError):
+        require_gpu()  # hidden by the variable even where nvidia-smi lists one
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert require_gpu() == ("NVIDIA H200",)

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ServerStartError
 from pytest_triton.errors import ServerTimeout
+from pytest_triton.repository.layout import model_folders
 from pytest_triton.servers import LocalLauncher
 from pytest_triton.servers import TritonBinary
 from pytest_triton.servers import TritonLauncher
 from pytest_triton.servers import local as local_mod
-from pytest_triton.servers.local import repository_models
 from pytest_triton.servers.process import group_members
 from pytest_triton.servers.wait import wait_until
 
@@ -41,7 +42,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def test_repository_models_skips_hidden_and_files(repo: Path) -> None:
-    assert repository_models(repo) == ["a_model", "b_model"]
+    assert model_folders(repo) == ["a_model", "b_model"]
 
 
 def test_command_line(tmp_path: Path, repo: Path) -> None:
@@ -55,8 +56,12 @@ def test_command_line(tmp_path: Path, repo: Path) -> None:
     args = args_file.read_text().splitlines()
     assert args[-1] == "1"  # the binary's environment was applied
     args = args[:-1]
+    staged = args[0].removeprefix("--model-repository=")
+    assert staged != str(repo)  # a staged copy in the launcher's work folder, removed at stop
+    assert Path(staged).name == "repository"
+    assert not Path(staged).exists()
     assert args[:5] == [
-        f"--model-repository={repo}",
+        f"--model-repository={staged}",
         "--model-control-mode=explicit",
         "--load-model=a_model",
         "--load-model=b_model",
@@ -159,8 +164,11 @@ def test_gpu_requested_but_not_visible(tmp_path: Path, repo: Path, monkeypatch: 
 
 
 def test_repository_must_exist(tmp_path: Path) -> None:
-    with pytest.raises(ServerStartError, match="is not a directory"):
+    with pytest.raises(ConfigError, match=r"model repository '.*missing' does not exist"):
         LocalLauncher(tmp_path / "missing", binary=_fake(tmp_path, "exit 0\n")).start()
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigError, match=r"model repository '.*file' is not a folder"):
+        LocalLauncher(tmp_path / "file", binary=_fake(tmp_path, "exit 0\n")).start()
 
 
 def test_protocol_and_properties_before_start(tmp_path: Path, repo: Path) -> None:

@@ -15,12 +15,25 @@ def test_repo_must_be_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert serve_main([str(tmp_path / "missing")]) == 1
     out, err = capsys.readouterr()
     assert out == ""
-    assert "is not a directory" in err
+    assert "model repository" in err
+    assert "does not exist; give the folder that holds the model folders" in err
 
 
 def test_url_launcher_needs_a_url(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert serve_main([str(tmp_path), "--launcher", "url"]) == 1
-    assert "--launcher url needs --url URL" in capsys.readouterr().err
+    assert "the url launcher needs the server's URL" in capsys.readouterr().err
+
+
+def test_unknown_launcher_lists_the_known_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert serve_main([str(tmp_path), "--launcher", "nope"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "launcher='nope' is not a known launcher (known: local, url" in err
+
+
+def test_settings_must_be_key_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert serve_main([str(tmp_path), "--setting", "image"]) == 1
+    assert "--setting 'image' is not KEY=VALUE" in capsys.readouterr().err
 
 
 def test_bad_tritonserver_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -55,5 +68,3 @@ def test_parser_options() -> None:
         5.0,
     )
     assert args.models == ["a", "b"]
-    with pytest.raises(SystemExit):
-        build_parser().parse_args(["repo", "--launcher", "docker"])

@@ -118,8 +118,8 @@ def test_start_waits_for_models_and_stop_does_nothing(fake: tuple[FakeTriton, st
     with UrlLauncher(url, models=["add", "enc"], progress=None) as launcher:
         checked: TritonLauncher = launcher
         assert isinstance(checked, TritonLauncher)
-        assert launcher.model_ready("add")
-        assert not launcher.model_ready("broken")
+        assert launcher.control.ready("add")
+        assert not launcher.control.ready("broken")
         assert launcher.logs() == ""
         assert launcher.log_tail() == ""
     assert not any("unload" in r for r in state.requests)
@@ -150,13 +150,13 @@ def test_model_control(fake: tuple[FakeTriton, str]) -> None:
     _, url = fake
     launcher = UrlLauncher(url, progress=None).start()
     with pytest.raises(ServerTimeout, match=r"not ready after 0\.3 s \(0/1 models ready, waiting for 'later'\)"):
-        launcher.wait_ready(["later"], timeout=0.3)  # "unloaded" is not a failure: it may be loaded later
-    launcher.load_model("later")
-    launcher.wait_ready(["later"], timeout=1)
-    launcher.unload_model("later")
-    assert not launcher.model_ready("later")
+        launcher.control.wait_ready(["later"], timeout=0.3)  # "unloaded" is not a failure: it may be loaded later
+    launcher.control.load("later")
+    launcher.control.wait_ready(["later"], timeout=1)
+    launcher.control.unload("later")
+    assert not launcher.control.ready("later")
     with pytest.raises(ModelLoadError, match="failed to poll from model repository"):
-        launcher.load_model("missing")
+        launcher.control.load("missing")
 
 
 def test_nothing_answers() -> None:
@@ -187,6 +187,8 @@ def test_serve_cli_with_url_launcher(fake: tuple[FakeTriton, str], tmp_path: Pat
             "grpc": f"127.0.0.1:{port + 1}",
             "metrics": f"http://127.0.0.1:{port + 2}/metrics",
             "models": ["add"],
+            "launcher": "url",
+            "changes": [f"served by the Triton at {url}, from its own copy of the repository"],
         }
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=10)

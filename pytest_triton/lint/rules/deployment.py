@@ -6,25 +6,9 @@ from pathlib import Path
 
 from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.context import RepositoryContext
-
-DEFAULT_MODEL_ENV = "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"
-
-
-def read_env_file(path: Path) -> dict[str, str]:
-    """KEY=VALUE lines (``#`` comments, optional quotes), as written beside a model.tar.gz."""
-    values: dict[str, str] = {}
-    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.partition("=")
-        values[key.strip().removeprefix("export ").strip()] = value.strip().strip("'\"")
-    return values
-
-
-def sidecar_env(archive: Path) -> Path:
-    """Where the container environment of a model.tar.gz is recorded: ``<archive>.env``."""
-    return archive.with_name(archive.name + ".env")
+from pytest_triton.repository.sagemaker import DEFAULT_MODEL_ENV
+from pytest_triton.repository.sagemaker import read_env_file
+from pytest_triton.repository.sagemaker import sidecar_env
 
 
 def check_sagemaker_default_model(repo: RepositoryContext) -> None:

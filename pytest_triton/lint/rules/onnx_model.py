@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_triton.dtypes import DATA_TYPES
 from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.context import RepositoryContext
 from pytest_triton.lint.rules import catalog
@@ -44,12 +45,10 @@ catalog.register(
 
 FULL_LOAD_LIMIT = 64 * 2**20
 DEFAULT_MAX_BATCH_SIZE = 4  # tritonserver's --backend-config=default-max-batch-size
-# config data type -> ONNX TensorProto.DataType (ModelConfigDataTypeToOnnxDataType); BF16 has none
-_TRITON = ("BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64", "FP16", "FP32", "FP64")
-_ONNX = (9, 2, 4, 12, 13, 3, 5, 6, 7, 10, 1, 11)  # TensorProto.DataType: BOOL, UINT8, ..., FLOAT16, FLOAT, DOUBLE
-CONFIG_TO_ONNX = {f"TYPE_{name}": number for name, number in zip(_TRITON, _ONNX, strict=True)} | {"TYPE_STRING": 8}
+# config data type -> ONNX TensorProto.DataType (ModelConfigDataTypeToOnnxDataType); BF16 has none there
+CONFIG_TO_ONNX = {d.config: d.onnx for d in DATA_TYPES if d.config != "TYPE_BF16"}
 # ONNX type -> the name Triton prints after "TYPE_" (TRITONSERVER_DataTypeString)
-ONNX_TO_TRITON = {v: k[5:] for k, v in CONFIG_TO_ONNX.items()} | {8: "BYTES"}
+ONNX_TO_TRITON = {d.onnx: d.kserve for d in DATA_TYPES if d.config != "TYPE_BF16"}
 _LFS = b"version https://git-lfs"
 
 

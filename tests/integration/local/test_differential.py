@@ -143,7 +143,7 @@ def tally(request: pytest.FixtureRequest) -> Iterator[Tally]:
 
 @dataclass
 class Server:
-    """A running Triton and its (initially empty) repository, where each example writes and removes folders.
+    """A running Triton on an empty repository; each example writes and removes folders where it serves.
 
     Churning hundreds of models has crashed tritonserver (see :func:`wait_models_unloaded`): a crash fails
     the kind that caused it, with the server's log, and :meth:`revive` gives the next kind a fresh server.
@@ -161,14 +161,19 @@ class Server:
         )
         return self.launcher.start()
 
+    @property
+    def served(self) -> Path:
+        """The folder the server reads (the launcher's staged copy): cases are written there, then loaded."""
+        assert self.launcher is not None
+        assert self.launcher.prepared is not None
+        return self.launcher.prepared.folder
+
     def revive(self) -> LocalLauncher:
         """The running launcher; a new one (on an emptied repository) if the last one died."""
         if self.launcher is not None and self.launcher.running:
             return self.launcher
         if self.launcher is not None:
-            self.launcher.stop()
-        for folder in self.repository.iterdir():
-            shutil.rmtree(folder, ignore_errors=True)
+            self.launcher.stop()  # its staged folder, with every case written there, goes with it
         self.loaded.clear()
         self.folders.clear()
         return self.start()
@@ -187,8 +192,8 @@ class Server:
             return
         for name in self.loaded:
             with contextlib.suppress(ServerError):  # never loaded: it failed, or a step was not reached
-                triton.unload_model(name, wait=False)
-        rest = TritonRest(triton.urls.http)
+                triton.control.unload(name, wait=False)
+        rest = TritonRest(triton.urls.need("http"))
         wait_models_unloaded(rest, self.loaded, timeout=LOAD_TIMEOUT, progress=None, log_tail=triton.log_tail)
         for folder in self.folders:
             shutil.rmtree(folder, ignore_errors=True)
@@ -221,7 +226,7 @@ def _load(triton: LocalLauncher, name: str) -> str | None:
     "failed to poll from model repository" says nothing more over HTTP: the reason is in the log.
     """
     try:
-        TritonRest(triton.urls.http).load(name, timeout=LOAD_TIMEOUT)
+        TritonRest(triton.urls.need("http")).load(name, timeout=LOAD_TIMEOUT)
     except TimeoutError:
         pytest.fail(f"Triton did not answer the load of {name!r} within {LOAD_TIMEOUT:.0f} s", pytrace=False)
     except OSError:
@@ -239,7 +244,7 @@ def _load(triton: LocalLauncher, name: str) -> str | None:
 
 def _compare(server: Server, tally: Tally, case: Case) -> Disagreement | None:
     triton, prefix = server.revive(), f"d{next(tally.prefixes)}_"
-    folders = case.write(server.repository, prefix)
+    folders = case.write(server.served, prefix)
     try:
         findings = tuple(f for folder in folders for f in lint_path(folder))
         error = _load(triton, case.target.replace(TOKEN, prefix))

@@ -70,8 +70,8 @@ def test_stop_leaves_no_process_and_no_shared_memory(repository: Path) -> None:
 
 def test_context_manager_and_single_use(repository: Path) -> None:
     with LocalLauncher(repository, models=["add"], progress=None) as launcher:
-        assert launcher.model_ready("add")
-        assert not launcher.model_ready("add2")  # explicit mode: only the requested models load
+        assert launcher.control.ready("add")
+        assert not launcher.control.ready("add2")  # explicit mode: only the requested models load
         with pytest.raises(ServerError, match="called twice"):
             launcher.start()
         pid = launcher.pid
@@ -91,7 +91,7 @@ def test_server_outlives_the_thread_that_started_it(repository: Path) -> None:
     try:
         time.sleep(1.0)
         assert launcher.running
-        assert launcher.model_ready("add")
+        assert launcher.control.ready("add")
     finally:
         launcher.stop()
 
@@ -153,7 +153,7 @@ def test_server_killed_under_the_launcher(repository: Path) -> None:
     with pytest.raises(ServerError, match=dead):
         launcher.check_alive()
     with pytest.raises(ServerError, match="tritonserver is not running"):
-        launcher.wait_ready(["add"], timeout=1)
+        launcher.control.wait_ready(["add"], timeout=1)
     launcher.stop()  # the orphaned stubs and their shared memory go too
     assert launcher.exit_status() is None  # after stop() the end is ours
     launcher.check_alive()

@@ -67,7 +67,8 @@ def test_serve_prints_urls_serves_and_stops(repository: Path, stop_signal: signa
     try:
         line = _read_line(proc, 120)
         payload = json.loads(line)
-        assert set(payload) == {"http", "grpc", "metrics", "models"}
+        assert set(payload) == {"http", "grpc", "metrics", "models", "launcher", "changes"}
+        assert (payload["launcher"], payload["changes"]) == ("local", [])
         assert payload["models"] == ["add", "echo"]
         assert payload["http"].startswith("http://127.0.0.1:")
         assert payload["grpc"].startswith("127.0.0.1:")
@@ -159,7 +160,8 @@ def test_serve_exits_1_when_the_server_dies(repository: Path) -> None:
         os.kill(server, signal.SIGKILL)
         _, stderr = proc.communicate(timeout=30)
         assert proc.returncode == 1
-        assert "tritonserver exited while serving" in stderr
+        assert "error: the server ended while serving: tritonserver (pid " in stderr
+        assert "is no longer running: it was killed by SIGKILL" in stderr
         assert in_group(server) == []
     finally:
         if proc.poll() is None:

@@ -41,9 +41,9 @@ def test_is_a_triton_launcher(server: LocalLauncher) -> None:
 
 
 def test_urls_are_loopback(server: LocalLauncher) -> None:
-    assert re.fullmatch(r"http://127\.0\.0\.1:\d+", server.urls.http)
-    assert re.fullmatch(r"127\.0\.0\.1:\d+", server.urls.grpc)
-    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/metrics", server.urls.metrics)
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+", server.urls.need("http"))
+    assert re.fullmatch(r"127\.0\.0\.1:\d+", server.urls.need("grpc"))
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/metrics", server.urls.need("metrics"))
     assert server.urls.sagemaker is None
 
 
@@ -62,7 +62,7 @@ def _listening(port: int) -> set[str]:
 def test_ports_are_bound_to_127_0_0_1_only(server: LocalLauncher) -> None:
     loopback_v4 = "0100007F"  # 127.0.0.1, little-endian
     loopback_v6_mapped = "0000000000000000FFFF00000100007F"  # ::ffff:127.0.0.1 (gRPC binds this way)
-    for url in (server.urls.http, server.urls.grpc, server.urls.metrics):
+    for url in (server.urls.need("http"), server.urls.need("grpc"), server.urls.need("metrics")):
         port = int(url.rsplit(":", 1)[1].split("/")[0])
         addresses = _listening(port)
         assert addresses, f"nothing listens on {port}"
@@ -72,7 +72,7 @@ def test_ports_are_bound_to_127_0_0_1_only(server: LocalLauncher) -> None:
 def test_http_inference_adds(server: LocalLauncher) -> None:
     import tritonclient.http as httpclient
 
-    client = httpclient.InferenceServerClient(server.urls.http.removeprefix("http://"))
+    client = httpclient.InferenceServerClient(server.urls.need("http").removeprefix("http://"))
     try:
         a = np.array([1.0, 2.0, 3.5], dtype=np.float32)
         b = np.array([10.0, 20.0, -3.5], dtype=np.float32)
@@ -88,7 +88,9 @@ def test_http_inference_adds(server: LocalLauncher) -> None:
 def test_grpc_inference_echoes_and_adds(server: LocalLauncher) -> None:
     import tritonclient.grpc as grpcclient
 
-    client = grpcclient.InferenceServerClient(server.urls.grpc)
+    from pytest_triton.client.transports import grpc_client
+
+    client = grpc_client(server.urls.need("grpc"))
     try:
         data = np.array([[1, 2, 3], [4, 5, -6]], dtype=np.int64)
         echo_in = grpcclient.InferInput("INPUT", [2, 3], "INT64")
@@ -114,13 +116,13 @@ def _metric(text: str, name: str, model: str) -> float:
 def test_metrics_report_queue_and_compute_time(server: LocalLauncher) -> None:
     import tritonclient.http as httpclient
 
-    before = fetch_text(server.urls.metrics)
+    before = fetch_text(server.urls.need("metrics"))
     count_before = _metric(before, "nv_inference_count", "echo")
     compute_before = _metric(before, "nv_inference_compute_infer_duration_us", "echo")
     queue_before = _metric(before, "nv_inference_queue_duration_us", "echo")
     request_before = _metric(before, "nv_inference_request_duration_us", "echo")
 
-    client = httpclient.InferenceServerClient(server.urls.http.removeprefix("http://"))
+    client = httpclient.InferenceServerClient(server.urls.need("http").removeprefix("http://"))
     try:
         inp = httpclient.InferInput("INPUT", [1, 3], "INT64")
         inp.set_data_from_numpy(np.array([[7, 8, 9]], dtype=np.int64))
@@ -128,7 +130,7 @@ def test_metrics_report_queue_and_compute_time(server: LocalLauncher) -> None:
     finally:
         client.close()
 
-    after = fetch_text(server.urls.metrics)
+    after = fetch_text(server.urls.need("metrics"))
     assert _metric(after, "nv_inference_count", "echo") == count_before + 1
     compute = _metric(after, "nv_inference_compute_infer_duration_us", "echo") - compute_before
     queue = _metric(after, "nv_inference_queue_duration_us", "echo") - queue_before
@@ -139,21 +141,21 @@ def test_metrics_report_queue_and_compute_time(server: LocalLauncher) -> None:
 
 
 def test_model_control(server: LocalLauncher) -> None:
-    assert server.model_ready("echo")
-    assert server.model_ready("echo", "1")
-    assert not server.model_ready("echo", "2")
-    assert not server.model_ready("no_such_model")
-    server.unload_model("echo")  # waits until Triton has finished unloading (Triton itself answers at once)
-    assert not server.model_ready("echo")
-    assert [e.state for e in TritonRest(server.urls.http).index() if e.name == "echo"] == ["UNAVAILABLE"]
-    server.load_model("echo")
-    server.wait_ready(["echo", "add"], timeout=30)
-    assert server.model_ready("echo")
+    assert server.control.ready("echo")
+    assert server.control.ready("echo", "1")
+    assert not server.control.ready("echo", "2")
+    assert not server.control.ready("no_such_model")
+    server.control.unload("echo")  # waits until Triton has finished unloading (Triton itself answers at once)
+    assert not server.control.ready("echo")
+    assert [e.state for e in TritonRest(server.urls.need("http")).index() if e.name == "echo"] == ["UNAVAILABLE"]
+    server.control.load("echo")
+    server.control.wait_ready(["echo", "add"], timeout=30)
+    assert server.control.ready("echo")
 
 
 def test_load_unknown_model_raises_with_tritons_text(server: LocalLauncher) -> None:
     with pytest.raises(ModelLoadError, match="no_such_model") as info:
-        server.load_model("no_such_model")
+        server.control.load("no_such_model")
     assert "failed to poll" in info.value.reason or "not found" in info.value.reason
 
 
@@ -166,7 +168,7 @@ def test_logs_and_python_stubs(server: LocalLauncher) -> None:
 
 
 def test_no_other_process_can_take_our_http_port(server: LocalLauncher) -> None:
-    port = int(server.urls.http.rsplit(":", 1)[1])
+    port = int(server.urls.need("http").rsplit(":", 1)[1])
     with socket.socket() as sock, pytest.raises(OSError, match="Address already in use"):
         sock.bind(("127.0.0.1", port))
 

@@ -5,7 +5,6 @@ adapter, since the embedded server has only the python backend)."""
 from __future__ import annotations
 
 import re
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +14,11 @@ import pytest
 pytest.importorskip("pytriton", reason="the embedded tritonserver comes from nvidia-pytriton (pip install '.[serve]')")
 ort = pytest.importorskip("onnxruntime", reason="the ONNX adapter and the reference need onnxruntime")
 
-from pytest_triton.client.transports import TritonGrpcTransport  # noqa: E402
-from pytest_triton.client.transports import TritonHttpTransport  # noqa: E402
-from pytest_triton.fixtures import TritonServerFactory  # noqa: E402
 from pytest_triton.repository import EnsembleStep  # noqa: E402
 from pytest_triton.repository import RepositoryBuilder  # noqa: E402
 from pytest_triton.repository import TensorSpec  # noqa: E402
+from pytest_triton.servers.rest import fetch_text  # noqa: E402
+from pytest_triton.serving import TritonServerFactory  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("embedded-triton")
 
@@ -105,20 +103,18 @@ def test_onnx_python_and_ensemble_served_on_embedded_triton(
     x = np.random.default_rng(1).standard_normal((5, 4)).astype(np.float32)
     reference = ort.InferenceSession(str(onnx_file), providers=["CPUExecutionProvider"]).run(["Y"], {"X": x})[0]
 
-    http = TritonHttpTransport(server.urls.http)
-    grpc = TritonGrpcTransport(server.urls.grpc)
-    for transport in (http, grpc):
+    for transport in (server.transport("http"), server.transport("grpc")):
         served: Any = transport.infer("dense", {"X": x}, ["Y"])["Y"]
         np.testing.assert_allclose(served, reference, rtol=0, atol=1e-6)
         outputs = transport.infer("pipeline", {"X": x}, ["OUT", "MID"])
         np.testing.assert_allclose(outputs["MID"], reference, rtol=0, atol=1e-6)
         np.testing.assert_allclose(outputs["OUT"], reference * 2.0, rtol=0, atol=1e-6)
 
-    with urllib.request.urlopen(server.urls.metrics, timeout=10) as response:
-        metrics = response.read().decode()
+    metrics = fetch_text(server.urls.need("metrics"), timeout=10)
     assert metric(metrics, "nv_inference_count", "dense") >= 4 * 5
     assert metric(metrics, "nv_inference_queue_duration_us", "dense") > 0
     assert metric(metrics, "nv_inference_compute_infer_duration_us", "dense") > 0
 
-    adapted = [m.name for m in triton_server_factory.state.adapted]
-    assert "dense" in adapted  # announced, never silent
+    assert server.prepared is not None
+    adapted = [m.name for m in server.prepared.adapted]
+    assert adapted == ["dense"]  # announced, never silent; the python models are left as they are

@@ -20,8 +20,11 @@ from pytest_triton.client.reference import OnnxReference
 from pytest_triton.client.transports import InputSpec
 from pytest_triton.client.transports import SageMakerTransport
 from pytest_triton.client.transports import TritonHttpTransport
-from pytest_triton.fixtures import TritonServerFactory
 from pytest_triton.parity import assert_parity
+from pytest_triton.repository.sagemaker import DEFAULT_MODEL_ENV
+from pytest_triton.repository.sagemaker import read_env_file
+from pytest_triton.repository.sagemaker import sidecar_env
+from pytest_triton.serving import TritonServerFactory
 
 pytestmark = pytest.mark.xdist_group("embedded-triton")
 
@@ -57,7 +60,7 @@ def test_repository_agrees_with_onnxruntime_on_every_sample(
     reference_logits: np.ndarray,  # type: ignore[type-arg]
 ) -> None:
     server = triton_server_factory.start(SCENARIO / repository)
-    client = NliClient(TritonHttpTransport(server.urls.http), tokenizer)
+    client = NliClient(TritonHttpTransport(server.urls.need("http")), tokenizer)
     results = client.classify([s.pair for s in samples])
     assert [r.label for r in results] == [s.label for s in samples]
     logits = np.array([r.logits for r in results], dtype=np.float32)
@@ -68,18 +71,20 @@ def test_repository_agrees_with_onnxruntime_on_every_sample(
 def test_ensemble_over_sagemaker_invocations(
     binary: bool, triton_server_factory: TritonServerFactory, tokenizer: NliTokenizer, samples: list[NliSample]
 ) -> None:
-    env = dict(line.split("=", 1) for line in _env_lines(ROOT / "model_repos" / "dist" / "ensemble.tar.gz.env"))
+    env = _sidecar(ROOT / "model_repos" / "dist" / "ensemble.tar.gz")
     server = triton_server_factory.start(SCENARIO / "ensemble", sagemaker=True, env=env)
     assert server.urls.sagemaker is not None
     sagemaker = NliClient(SageMakerTransport(server.urls.sagemaker, TEXT_SPECS, binary=binary), tokenizer)
     text_results = sagemaker.classify_text([s.pair for s in samples])
-    client_side = NliClient(TritonHttpTransport(server.urls.http), tokenizer).classify([s.pair for s in samples])
+    client_side = NliClient(TritonHttpTransport(server.urls.need("http")), tokenizer).classify(
+        [s.pair for s in samples]
+    )
     assert [r.label for r in text_results] == [s.label for s in samples]
     assert [r.label for r in text_results] == [r.label for r in client_side]
     np.testing.assert_allclose([r.score for r in text_results], [r.score for r in client_side], rtol=1e-5, atol=1e-6)
 
 
-def _env_lines(path: Path) -> list[str]:
-    if not path.exists():  # the archives are built by the main job (model_repos/build_scenario07.py)
-        return ["SAGEMAKER_TRITON_DEFAULT_MODEL_NAME=ensemble_mdeberta"]
-    return [line for line in path.read_text().splitlines() if "=" in line and not line.startswith("#")]
+def _sidecar(archive: Path) -> dict[str, str]:
+    if not sidecar_env(archive).exists():  # the archives are built by the main job (model_repos/build_scenario07.py)
+        return {DEFAULT_MODEL_ENV: "ensemble_mdeberta"}
+    return read_env_file(sidecar_env(archive))

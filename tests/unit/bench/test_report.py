@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_triton.bench.budgets import parse_budgets
+from pytest_triton.bench.report import ReportData
 from pytest_triton.bench.report import table_lines
 from pytest_triton.bench.report import to_markdown
 from pytest_triton.bench.report import to_svg
@@ -113,7 +114,7 @@ def test_write_report_writes_json_markdown_and_svg(tmp_path: Path, results: list
     paths = write_report(results, tmp_path / "out" / "latency.json")
     assert [p.name for p in paths] == ["latency.json", "latency.md", "latency.svg"]
     data = json.loads(paths[0].read_text())
-    assert data["version"] == 1
+    assert data["version"] == 2
     by_name = {r["variant"]: r for r in data["results"]}
     assert by_name["trt"]["verdict"] == {
         "status": "skipped",
@@ -128,17 +129,18 @@ def test_write_report_writes_json_markdown_and_svg(tmp_path: Path, results: list
     assert len(by_name["fast"]["samples_ms"]) == 12
     assert by_name["slow"]["verdict"]["status"] == "fail"
     md = paths[1].read_text()
-    assert (
-        "| trt | - | - | - | - | - | - | p99≤17.4 ms ±10% | SKIPPED: TensorRT libraries are not installed here |" in md
-    )
+    # a short verdict cell in the table, the reason in the details below it
+    assert "| trt | - | - | - | - | - | - | p99≤17.4 ms ±10% | SKIPPED |" in md
     assert "- verdict: **SKIPPED**: TensorRT libraries are not installed here" in md
     assert "- server `fast_model` v1 (statistics): 8 requests, queue 1130 µs" in md
     root = ET.fromstring(paths[2].read_text())
     groups = [g.get("data-variant") for g in root.iter(f"{SVG}g")]
-    assert groups == ["fast", "slow", "cpu-only"]
-    texts = "".join(t.text or "" for t in root.iter(f"{SVG}text"))
-    assert "trt (gpu-x): SKIPPED: TensorRT libraries are not installed here" in texts
-    assert "budget p99" in texts
+    assert groups == ["fast", "slow", "cpu-only", "trt"]
+    texts = [t.text or "" for t in root.iter(f"{SVG}text")]
+    assert "trt: SKIPPED: TensorRT libraries are not installed here" in texts
+    assert "SKIPPED" in texts
+    assert "FAIL" in texts
+    assert "REPORT-ONLY" in texts
 
 
 def test_svg_escapes_names_and_handles_a_single_value() -> None:
@@ -178,3 +180,75 @@ def test_an_ensembles_queue_cell_adds_its_steps_queues() -> None:
     result = build_result("ens", "gpu-x", _measured([16.0]), budgets=BUDGETS, server=split, model="ensemble")
     row = table_lines([result])[2]
     assert "q 1.30 / c 14.97 ms" in row  # 2 + 1100 + 2 * 100 µs queue; the ensemble's own compute
+
+
+# -- the whole report: relative budgets, parity, provenance; nothing drawn outside the picture ---------------
+
+
+def _full_report(results: list[VariantResult]) -> ReportData:
+    import numpy as np
+
+    from pytest_triton.bench.parity_record import ParityRecord
+    from pytest_triton.bench.provenance import collect_provenance
+    from pytest_triton.bench.relative import RelativeBudget
+    from pytest_triton.bench.relative import evaluate_relative
+    from pytest_triton.parity import compare
+    from pytest_triton.parity import compare_labels
+
+    fast, slow = results[0], results[1]
+    assert fast.latency is not None
+    assert slow.latency is not None
+    overhead = RelativeBudget("gpu-x", "slow", "fast", "p50_ms", "seed", 0.1, max_ratio=1.2, name="a long name " * 4)
+    relative = (
+        evaluate_relative(overhead, slow.latency, fast.latency, paired=([0.6, 0.62, 0.61], [-6.0, -6.1, -6.2])),
+    )
+    reference = np.array([[1.0, -2.0, 0.5], [0.1, 3.0, -1.0]], dtype=np.float32)
+    candidate = reference + np.array([[0.0, 0.003, 0.0], [0.0, 0.0, 0.0]], dtype=np.float32)
+    parity = ParityRecord.of(
+        "fast",
+        compare({"logits": reference}, {"logits": candidate}, preset="fp32", candidate_name="fast"),
+        compare_labels(["a", "b"], ["a", "c"], ids=["s01", "s02"]),
+        transport="http",
+    )
+    provenance = collect_provenance("gpu-x", triton="triton 2.51.0", unstable="warn", enforcement="asserted")
+    long_note = "why the in-process reference is slower here: " + "intra-op threads spin while they wait; " * 8
+    return ReportData(tuple(results), relative, (parity,), provenance, (long_note,))
+
+
+def test_the_report_shows_relative_budgets_parity_and_provenance(tmp_path: Path, results: list[VariantResult]) -> None:
+    data = _full_report(results)
+    json_path, md_path, _ = write_report(data, tmp_path / "report")
+    saved = json.loads(json_path.read_text())
+    assert saved["provenance"]["triton"] == "triton 2.51.0"
+    assert saved["provenance"]["packages"]["pytest"] == pytest.__version__
+    assert saved["relative"][0]["ratio"] == pytest.approx(0.61)  # the median of the paired rounds
+    assert saved["relative"][0]["variant_value"] == 10.0  # and both pooled numbers
+    (output,) = saved["parity"][0]["outputs"]
+    assert output["worst_index"] == [0, 1]
+    assert output["max_abs_error"] == pytest.approx(0.003, rel=1e-3)
+    assert saved["parity"][0]["labels_agree"] == 1
+    assert saved["parity"][0]["label_disagreements"] == ["s02: 'b' -> 'c'"]
+    md = md_path.read_text()
+    assert "## Relative budgets (measured side by side)" in md
+    assert "paired per round: 0.610× (-6.10 ms), median of 3" in md
+    assert "| fast (http) | fp32 | logits | 0.003 |" in md
+    assert "| 1/2 | FAIL |" in md
+    assert "- label differs: s02: 'b' -> 'c'" in md
+    assert "## Reading this report" in md
+    assert "unstable measurements: triton_unstable=warn; asserted" in md
+    lines = table_lines(data)
+    assert any(line.startswith("fast (http)") and line.endswith("FAIL") for line in lines)
+
+
+def test_no_text_of_the_svg_reaches_past_its_edges(results: list[VariantResult]) -> None:
+    root = ET.fromstring(to_svg(_full_report(results)))
+    width, height = float(root.get("width", 0)), float(root.get("height", 0))
+    texts = list(root.iter(f"{SVG}text"))
+    assert len(texts) > 40
+    for t in texts:
+        size, x, y = float(t.get("font-size", 0)), float(t.get("x", 0)), float(t.get("y", 0))
+        extent = len(t.text or "") * size * 0.60  # the advance width of every common monospace font
+        left = x - extent if t.get("text-anchor") == "end" else x
+        assert left >= 0, (t.text, left)
+        assert left + extent <= width, (t.text, left + extent, width)
+        assert size <= y <= height, (t.text, y, height)

@@ -92,10 +92,9 @@ def test_over_budget_fails_the_check() -> None:
         bench.check(result)
 
 
-def test_skip_variant_records_a_skipped_row_and_skips() -> None:
+def test_record_skipped_adds_a_skipped_row() -> None:
     bench = TritonBench(hardware="nvidia-a10g", budgets=BUDGETS)
-    with pytest.raises(pytest.skip.Exception, match="TensorRT is not available"):
-        bench.skip_variant("trt", "TensorRT is not available on this machine")
+    assert bench.record_skipped("trt", "TensorRT is not available on this machine").is_skipped
     (row,) = bench.results
     assert row.is_skipped
     assert row.budget is not None
@@ -159,3 +158,51 @@ def test_server_split_covers_exactly_the_kept_windows(monkeypatch: pytest.Monkey
     (split,) = result.server.models
     assert (split.model, split.requests) == ("mdeberta", 12)
     assert split.queue_us == 1.0
+
+
+def test_side_by_side_warms_each_variant_and_splits_each_servers_kept_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pytest_triton.bench.session as session_module
+    from pytest_triton.bench.server_stats import parse_statistics
+
+    served = {"http://a": 0, "http://b": 0}
+
+    def snapshot(url: str) -> object:
+        phase = {"count": served[url], "ns": served[url] * 1000}
+        stats = {p: phase for p in ("success", "queue", "compute_input", "compute_infer", "compute_output")}
+        return parse_statistics({"model_stats": [{"name": "m", "version": "1", "inference_stats": stats}]})
+
+    monkeypatch.setattr(session_module, "composing_models", lambda url, model: [])
+    monkeypatch.setattr(session_module, "fetch_statistics", snapshot)
+    monkeypatch.setattr(session_module, "fetch_server_version", lambda url: "triton 2.51.0")
+    server = FakeServer({1: 10.0, 8: 40.0})
+
+    def on(url: str, batch_size: int) -> Callable[[], None]:
+        call = server.request(batch_size)
+
+        def counted() -> None:
+            served[url] += 1
+            call()
+
+        return counted
+
+    bench = TritonBench(hardware="hw", clock=server.clock)
+    result = bench.measure_interleaved(
+        {"a": on("http://a", 1), "b": on("http://b", 1)},
+        throughput_calls={"a": on("http://a", 8), "b": on("http://b", 8)},
+        warmup=2,
+        policy=WindowPolicy(window_requests=4),
+        servers={"a": ("http://a", "m"), "b": ("http://b", "m")},
+    )
+    a, b = result["a"], result["b"]
+    assert a.warmup_s.keys() == {"1", "8"}  # its own shapes only, never the other variant's
+    assert a.warmup_s["1"][0] == pytest.approx(47.7)  # the first call of a shape, excluded from the samples
+    assert a.latency is not None
+    assert a.latency.count == 12
+    assert a.interleaved_with == ("b",)
+    for r in (a, b):
+        assert r.server is not None
+        (split,) = r.server.models
+        assert split.requests == 12  # the kept three windows of four, not warm-up nor b=8 requests
+    assert bench.triton_version == "triton 2.51.0"
+    assert result.relative == ()  # no budget file: nothing to judge
+    assert "settled after 3 rounds" in result.settled

@@ -1,12 +1,14 @@
-"""A lean keep-alive HTTP/1.1 POST client for the inference hot path.
+"""The one HTTP/1.1 client that talks to Triton: REST calls (health, repository, statistics) and inference.
 
 Latency measurements count everything the client does per request, so this path is kept short: the request
 line, headers and body go out in one ``sendall`` on a TCP_NODELAY socket (http.client writes headers and body
 separately and parses the reply through ``email.feedparser``), and the reply is read with ``Content-Length``
 or chunked framing. On the same served model this cut the client's own overhead (latency minus the server's
 queue and compute) from a median 639 to 235 µs, below perf_analyzer's 349 µs in the same run
-(``benchmarks/fidelity.py``, 2-core CPU). Metadata, health and repository calls stay on urllib.
+(``benchmarks/fidelity.py``, 2-core CPU).
 
+It never goes through a proxy: the servers it talks to were started by the tests or named by the user, and a
+user behind a corporate proxy has ``http_proxy`` set (urllib's ``urlopen`` would send these calls there).
 One connection per thread, reopened once when the server has closed an idle one.
 """
 
@@ -17,7 +19,9 @@ import threading
 import urllib.parse
 from dataclasses import dataclass
 
+from pytest_triton.errors import ConfigError
 from pytest_triton.errors import InferenceError
+from pytest_triton.errors import InferenceTimeout
 
 _MAX_HEADER_BYTES = 64 * 1024
 
@@ -110,12 +114,12 @@ class _Connection:
 
 
 class KeepAliveHttp:
-    """POSTs to one ``http://HOST:PORT[/prefix]`` over one persistent connection per thread."""
+    """Requests to one ``http://HOST:PORT[/prefix]`` over one persistent connection per thread."""
 
     def __init__(self, base_url: str, timeout: float) -> None:
         parts = urllib.parse.urlsplit(base_url)
         if parts.scheme != "http" or not parts.hostname:
-            raise InferenceError(f"url={base_url!r} is not an http://HOST:PORT URL")
+            raise ConfigError(f"url={base_url!r} is not an http://HOST:PORT URL")
         self.host, self.port, self.prefix = parts.hostname, parts.port or 80, parts.path.rstrip("/")
         self.timeout = timeout
         self._host_header = f"Host: {self.host}:{self.port}\r\n"
@@ -138,36 +142,63 @@ class KeepAliveHttp:
         with self._lock:
             self._open = [c for c in self._open if c is not conn]
 
-    def encode(self, path: str, body: bytes, headers: dict[str, str]) -> bytes:
+    def encode(self, path: str, body: bytes, headers: dict[str, str], *, method: str = "POST") -> bytes:
         """The whole request as bytes: it can be built once and sent many times."""
-        lines = [f"POST {self.prefix}{path} HTTP/1.1\r\n", self._host_header]
+        lines = [f"{method} {self.prefix}{path} HTTP/1.1\r\n", self._host_header]
         lines += [f"{name}: {value}\r\n" for name, value in headers.items()]
-        lines.append(f"Content-Length: {len(body)}\r\n\r\n")
+        if body or method in ("POST", "PUT"):
+            lines.append(f"Content-Length: {len(body)}\r\n")
+        lines.append("\r\n")
         return "".join(lines).encode("latin-1") + body
 
-    def post(self, path: str, body: bytes, headers: dict[str, str], *, raw: bytes | None = None) -> Reply:
-        """POST and return the reply; HTTP errors (>= 400) raise InferenceError with the server's text."""
-        url = f"http://{self.host}:{self.port}{self.prefix}{path}"
-        request = raw if raw is not None else self.encode(path, body, headers)
+    def url(self, path: str) -> str:
+        return f"http://{self.host}:{self.port}{self.prefix}{path}"
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes = b"",
+        headers: dict[str, str] | None = None,
+        *,
+        raw: bytes | None = None,
+        timeout: float | None = None,
+    ) -> Reply:
+        """Send one request and return the reply, whatever its status.
+
+        Raises OSError when the server cannot be reached or the reply is cut (TimeoutError after ``timeout``
+        seconds, default the client's); a request is never sent twice after a timeout.
+        """
+        request = raw if raw is not None else self.encode(path, body, headers or {}, method=method)
         for attempt in (1, 2):  # the server may have closed an idle connection: reconnect once
             try:
                 conn = self._connection()
+                conn.sock.settimeout(self.timeout if timeout is None else timeout)
                 reply = conn.exchange(request)
             except OSError as exc:  # socket errors, timeouts and ProtocolError
                 if getattr(self._local, "conn", None) is not None:
                     self._drop(self._local.conn)
                 if attempt == 2 or isinstance(exc, TimeoutError):
-                    raise InferenceError(f"POST {url} failed: {exc}", request=body) from exc
+                    raise
                 continue
             if not conn.reusable:
                 self._drop(conn)
-            if reply.status >= 400:
-                detail = reply.body[:500].decode("utf-8", "replace")
-                raise InferenceError(
-                    f"POST {url} failed with HTTP {reply.status}: {detail}", request=body, response=detail
-                )
             return reply
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def post(self, path: str, body: bytes, headers: dict[str, str], *, raw: bytes | None = None) -> Reply:
+        """POST an inference request; failures raise InferenceError (InferenceTimeout) with the server's text."""
+        url = self.url(path)
+        try:
+            reply = self.request("POST", path, body, headers, raw=raw)
+        except TimeoutError as exc:
+            raise InferenceTimeout(f"POST {url} got no reply within {self.timeout:g} s", request=body) from exc
+        except OSError as exc:
+            raise InferenceError(f"POST {url} failed: {exc}", request=body) from exc
+        if reply.status >= 400:
+            detail = reply.body[:500].decode("utf-8", "replace")
+            raise InferenceError(f"POST {url} failed with HTTP {reply.status}: {detail}", request=body, response=detail)
+        return reply
 
     def close(self) -> None:
         """Close every thread's connection (a later request opens a new one)."""

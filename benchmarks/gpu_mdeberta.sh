@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The full-size mDeBERTa GPU run in one command, on any machine with an NVIDIA GPU and pip:
+#
+#   python -m venv .venv && . .venv/bin/activate
+#   pip install -e '.[gpu-bench]' && bash benchmarks/gpu_mdeberta.sh
+#
+# (the gpu-bench extra has onnxruntime-gpu and no CPU onnxruntime: both install the same module; with both,
+# `pip uninstall -y onnxruntime onnxruntime-gpu && pip install onnxruntime-gpu`.) It builds and exports the
+# model (gpu_build_mdeberta.py), then runs every phase of gpu_mdeberta.py and writes benchmarks/results/gpu-mdeberta-DATE.{md,json}. Variables:
+#   BUILD_PYTHON  a python with torch + transformers + onnx + onnxruntime (default: python3)
+#   RUN_PYTHON    a python with pytest-triton's serve extra and onnxruntime-gpu (default: python3)
+#   WORK          models, staged repositories, state (default /tmp/gpu-mdeberta); OUT: report folder
+#   PHASES        comma-separated subset of inprocess,served,fidelity,sweep,proof,report
+# Extra arguments go to gpu_mdeberta.py (e.g. --window-ms 2000 --rounds 5).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD_PYTHON=${BUILD_PYTHON:-python3}
+RUN_PYTHON=${RUN_PYTHON:-python3}
+WORK=${WORK:-/tmp/gpu-mdeberta}
+OUT=${OUT:-benchmarks/results}
+PHASES=${PHASES:-inprocess,served,fidelity,sweep,proof,report}
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+# onnxruntime-gpu's CUDA provider loads cuBLAS/cuDNN from the nvidia-* wheels: every lib folder on the path
+nvidia_root=$("$RUN_PYTHON" -c "import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))" 2>/dev/null ||
+  "$BUILD_PYTHON" -c "import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))" 2>/dev/null || true)
+if [ -n "$nvidia_root" ]; then
+  libs=$(find "$nvidia_root/nvidia" -maxdepth 2 -type d -name lib | tr '\n' ':')
+  export LD_LIBRARY_PATH="${libs}${LD_LIBRARY_PATH:-}"
+fi
+mkdir -p "$WORK" "$OUT"
+if [ ! -f "$WORK/models/build.json" ]; then
+  "$BUILD_PYTHON" benchmarks/gpu_build_mdeberta.py --out "$WORK/models" || exit 1
+fi
+"$RUN_PYTHON" benchmarks/gpu_mdeberta.py --models "$WORK/models" --work "$WORK" --out "$OUT" --phases "$PHASES" "$@"

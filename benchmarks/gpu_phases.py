@@ -1,0 +1,265 @@
+"""More phases of benchmarks/gpu_mdeberta.py: a static batch shape and CUDA graphs, ONNX Runtime's thread
+count at b=1, and the provider proof (a requested CUDA provider that cannot start is a load error)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gpu_mdeberta as gm
+import numpy as np
+from numpy.typing import NDArray
+
+from pytest_triton.repository import RepositoryBuilder
+from pytest_triton.repository.ort_placement import placement
+from pytest_triton.servers.base import ServeOptions
+from pytest_triton.servers.factory import ServerFactory
+
+PROOF_MARK = "PROOF-RESULT "
+
+
+def static_model(run: Any, batch: int, dtype: str = "fp16") -> Path:
+    """The model with its symbolic batch fixed to ``batch`` (ONNX Runtime can then fold shape arithmetic)."""
+    import onnx
+    from onnxruntime.tools.onnx_model_utils import fix_output_shapes
+    from onnxruntime.tools.onnx_model_utils import make_dim_param_fixed
+
+    dest = Path(run.work) / f"model_{dtype}_b{batch}.onnx"
+    if not dest.exists():
+        model = onnx.load(str(run.files[dtype]))
+        make_dim_param_fixed(model.graph, "batch", batch)
+        fix_output_shapes(model)
+        onnx.save(model, str(dest))
+    return dest
+
+
+def _graph_call(
+    ort: Any, session: Any, feeds: dict[str, NDArray[Any]], device: str
+) -> tuple[Callable[[], object], Any]:
+    """Inputs and the output at fixed device addresses, bound once (what CUDA graphs need); the output too."""
+    binding = session.io_binding()
+    for name, value in feeds.items():
+        binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(value, device, 0))
+    rows = int(next(iter(feeds.values())).shape[0])
+    output = ort.OrtValue.ortvalue_from_shape_and_type([rows, 3], np.float32, device, 0)
+    binding.bind_ortvalue_output(gm.OUTPUT, output)
+
+    def call() -> object:
+        session.run_with_iobinding(binding)
+        return None
+
+    return call, output
+
+
+def _served_rows(run: Any, url: str, names: list[str], batch: int) -> dict[str, Any]:
+    rows: dict[str, Any] = {}
+    request = run.batches(batch, count=1)[0]
+    for name in names:
+        try:
+            row = gm.served_latency(run, url, name, batch, Path(run.work) / "adapter-timings.txt")
+            row["concurrency"] = {
+                str(c): gm.concurrent_throughput(url, name, request, c, run.args.sweep_seconds) for c in (1, 2, 4)
+            }
+        except Exception as exc:  # one model's failure is its row
+            row = {"error": f"{type(exc).__name__}: {str(exc)[:1500]}"}
+        rows[name] = row
+        shown = {k: v for k, v in row.items() if k in ("p50_ms", "samples_per_s", "concurrency", "error")}
+        print(f"static {name}: {shown}")
+    return rows
+
+
+def phase_static(run: Any) -> None:
+    import onnxruntime as ort
+
+    batch = run.args.batch
+    path = static_model(run, batch)
+    run.files["fp16_static"] = path
+    device = "cpu" if run.args.cpu else "cuda"
+    feeds = run.batches(batch)
+    result: dict[str, Any] = {"batch": batch, "file": path.name}
+    result["placement"] = placement(path, run.providers, name=path.name).to_json()
+    print(f"static placement: {result['placement']['by_provider']}, memcpy {result['placement']['memcpy_nodes']}")
+    session = ort.InferenceSession(str(path), providers=run.providers)
+    result["inprocess"] = {
+        "run": gm.latency(run, gm._cycle([gm._run_call(session, f) for f in feeds]), batch),
+        "gpu_resident": gm.latency(run, gm._cycle([gm._resident_call(ort, session, f, device) for f in feeds]), batch),
+    }
+    expected = session.run([gm.OUTPUT], feeds[0])[0]
+    del session
+    if not run.args.cpu:
+        try:
+            graphs = [("CUDAExecutionProvider", {"enable_cuda_graph": "1"}), "CPUExecutionProvider"]
+            session = ort.InferenceSession(str(path), providers=graphs)
+            call, output = _graph_call(ort, session, feeds[0], device)
+            result["inprocess"]["cuda_graph"] = gm.latency(run, call, batch)
+            call()
+            got = output.numpy()  # a graph replay's output against the plain session's
+            result["inprocess"]["cuda_graph_max_abs_diff"] = float(np.abs(got - expected).max())
+            del session
+        except Exception as exc:  # ONNX Runtime refuses graphs while nodes run elsewhere: that is the result
+            result["inprocess"]["cuda_graph_error"] = f"{type(exc).__name__}: {str(exc)[:1500]}"
+    print(f"static in-process: {result['inprocess']}")
+    models = [
+        ("static8", "fp16_static", {}, None),
+        ("static8_persistent", "fp16_static", {}, gm._params(pytest_triton_persistent_io="1")),
+    ]
+    factory, server = gm._serve(run, "static", models, strict=False)
+    try:
+        result["served"] = _served_rows(run, server.urls.http, [m[0] for m in models], batch)
+    finally:
+        factory.stop_all()
+        gm._cleanup(run, "static")
+    if not run.args.cpu:
+        graph_models = [
+            ("static8_cuda_graph", "fp16_static", {}, gm._cuda_graphs),
+            ("static8_cuda_graph_x2", "fp16_static", {"instance_count": 2}, gm._cuda_graphs),
+        ]
+        try:
+            factory, server = gm._serve(run, "static-graph", graph_models, strict=False)
+        except Exception as exc:
+            result["served_cuda_graph_error"] = f"{type(exc).__name__}: {str(exc)[:2000]}"
+        else:
+            try:
+                result["served"].update(_served_rows(run, server.urls.http, [m[0] for m in graph_models], batch))
+            finally:
+                factory.stop_all()
+        gm._cleanup(run, "static-graph")
+    run.state["static"] = result
+
+
+def phase_static1(run: Any) -> None:
+    """b=1 with the batch fixed to 1: does the served b=1 gap follow the graph's CPU nodes and Memcpy?"""
+    import onnxruntime as ort
+
+    result: dict[str, Any] = {"placement": {}, "inprocess": {}}
+    models = []
+    for dtype in ("fp32", "fp16"):
+        path = static_model(run, 1, dtype)
+        run.files[f"{dtype}_static1"] = path
+        result["placement"][dtype] = placement(path, run.providers, name=path.name).to_json()
+        session = ort.InferenceSession(str(path), providers=run.providers)
+        row = gm.latency(run, gm._cycle([gm._run_call(session, f) for f in run.batches(1)]), 1)
+        result["inprocess"][dtype] = row
+        print(f"static1 {dtype}: {result['placement'][dtype]['by_provider']}, in-process p50 {row['p50_ms']:.3f} ms")
+        del session
+        models.append((f"static1_{dtype}", f"{dtype}_static1", {"max_batch_size": 1}, None))
+    timings = Path(run.work) / "adapter-timings.txt"
+    factory, server = gm._serve(run, "static1", models, env={gm.TIMINGS_ENV: str(timings)}, strict=False)
+    result["served"] = {}
+    try:
+        for name, _, _, _ in models:
+            row = gm.served_latency(run, server.urls.http, name, 1, timings)
+            result["served"][name] = row
+            print(f"static1 served {name}: p50 {row['p50_ms']:.3f} ms, server {row.get('server')}, {row['adapter']}")
+    finally:
+        factory.stop_all()
+        gm._cleanup(run, "static1")
+    run.state["static1"] = result
+
+
+def phase_threads(run: Any) -> None:
+    """b=1 fp32, where the graph's CPU nodes weigh most: ONNX Runtime's intra-op thread count, both sides."""
+    import onnxruntime as ort
+
+    result: dict[str, Any] = {"inprocess": {}, "served": {}}
+    feeds = run.batches(1)
+    for threads in (1, 4, 0):
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        session = ort.InferenceSession(str(run.files["fp32"]), options, providers=run.providers)
+        row = gm.latency(run, gm._cycle([gm._run_call(session, f) for f in feeds]), 1)
+        result["inprocess"][str(threads or "default")] = row
+        print(f"threads in-process {threads or 'default'}: p50 {row['p50_ms']:.3f} ms")
+        del session
+    models = [
+        (f"mdeberta_t{t}", "fp32", {}, gm._params(intra_op_thread_count=str(t)) if t else None) for t in (1, 4, 0)
+    ]
+    timings = Path(run.work) / "adapter-timings.txt"
+    factory, server = gm._serve(run, "threads", models, env={gm.TIMINGS_ENV: str(timings)})
+    try:
+        for name, _, _, _ in models:
+            row = gm.served_latency(run, server.urls.http, name, 1, timings)
+            result["served"][name] = row
+            print(f"threads served {name}: p50 {row['p50_ms']:.3f} ms, server {row.get('server')}, {row['adapter']}")
+    finally:
+        factory.stop_all()
+        gm._cleanup(run, "threads")
+    run.state["threads"] = result
+
+
+def phase_proof(run: Any) -> None:
+    """Serve a KIND_GPU model from an onnxruntime whose CUDA provider library is missing: a load error."""
+    from pytest_triton.repository.onnx_adapter import tensorrt_unavailable_reason
+
+    result: dict[str, Any] = {"tensorrt": tensorrt_unavailable_reason() or "available"}
+    if run.args.cpu:
+        result["cuda_unavailable"] = {"run": False, "why": "CPU run: there is no CUDA provider to take away"}
+        run.state["proof"] = result
+        return
+    import onnxruntime
+
+    source = Path(onnxruntime.__file__).resolve().parent
+    root = Path(run.work) / "ort-without-cuda"
+    missing = "libonnxruntime_providers_cuda.so"
+    if not (root / "onnxruntime").exists():  # hard links: the copy costs no space and realpath stays in it
+        shutil.copytree(
+            source, root / "onnxruntime", copy_function=_link_or_copy, ignore=shutil.ignore_patterns(missing)
+        )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)}
+    command = [sys.executable, gm.__file__, "--proof-child", "--models", str(run.args.models), "--work", str(run.work)]
+    started = time.monotonic()
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=400, check=False)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(PROOF_MARK)]
+    outcome: dict[str, Any] = (
+        json.loads(lines[-1][len(PROOF_MARK) :]) if lines else {"child_output": proc.stdout[-2000:]}
+    )
+    outcome.update(run=True, seconds=round(time.monotonic() - started, 1), removed=f"{source}/capi/{missing}")
+    outcome["proved"] = outcome.get("loaded") is False and "refusing to fall back" in str(outcome.get("error"))
+    print(f"proof: {outcome}")
+    result["cuda_unavailable"] = outcome
+    run.state["proof"] = result
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system
+        shutil.copy2(src, dst)
+
+
+def proof_child(args: argparse.Namespace) -> int:
+    """In the child (PYTHONPATH starts with the copy lacking the CUDA provider): start a KIND_GPU model."""
+    import onnxruntime
+
+    tiny = gm.ROOT / "model_repos" / "assets" / "tiny-mdeberta" / "model.onnx"
+    work = Path(args.work)
+    outcome: dict[str, Any] = {
+        "onnxruntime": os.path.dirname(onnxruntime.__file__),
+        "listed_providers": onnxruntime.get_available_providers(),
+    }
+    builder = RepositoryBuilder(work / "repo-proof").add_onnx(
+        "mdeberta", tiny, max_batch_size=8, instance_kind="KIND_GPU"
+    )
+    factory = ServerFactory("local", ServeOptions(gpu=True, startup_timeout=300, staging=work / "staging-proof"))
+    started = time.monotonic()
+    try:
+        factory.start(builder.build())
+        outcome.update(loaded=True, error=None)
+    except Exception as exc:
+        outcome.update(loaded=False, error_type=type(exc).__name__, error=str(exc)[:2500])
+    finally:
+        outcome["seconds_to_outcome"] = round(time.monotonic() - started, 1)
+        prepared = [server.prepared for server in factory.servers if server.prepared is not None]
+        outcome["adapted"] = [model.describe() for p in prepared for model in p.adapted]
+        factory.stop_all()
+    print(PROOF_MARK + json.dumps(outcome), flush=True)
+    return 0

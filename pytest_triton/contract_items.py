@@ -1,0 +1,264 @@
+"""Contracts files as pytest items: ``FILE::parity[VARIANT]``, ``FILE::latency[VARIANT]`` and
+``FILE::latency[VARIANT/BASELINE]`` (a relative budget), served through the session's fixtures.
+
+Files come from ``--triton-contracts FILE``, ini ``triton_contracts`` and a ``[tool.pytest-triton.contracts]``
+table in the root's pyproject.toml. They are read when pytest starts: an invalid one stops the run with one
+error naming the file, the key and the value.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import NoReturn
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_triton.bench.session import TritonBench
+    from pytest_triton.contracts import ContractRun
+    from pytest_triton.contracts import Declaration
+    from pytest_triton.serving import TritonServerFactory
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+
+@dataclass
+class ContractsState:
+    declarations: list[Declaration] = field(default_factory=list)
+    runs: dict[Path, ContractRun] = field(default_factory=dict)
+    outcomes: list[dict[str, str]] = field(default_factory=list)  # one per item that ran, for the report
+
+
+CONTRACTS_KEY = pytest.StashKey[ContractsState]()
+
+
+class ContractFailure(Exception):
+    """A contract item failed; the message is the whole report (variant, output, worst element)."""
+
+
+def _pyproject_has_contracts(path: Path) -> bool:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+    return isinstance(data.get("tool", {}).get("pytest-triton", {}).get("contracts"), dict)
+
+
+def contract_paths(config: pytest.Config) -> list[Path]:
+    """The contracts files of this run (option, ini, the root's pyproject.toml table), each once."""
+    paths = [Path(p).resolve() for p in config.getoption("triton_contracts")]
+    paths += [Path(p).resolve() for p in config.getini("triton_contracts")]
+    pyproject = config.rootpath / "pyproject.toml"
+    if not paths and pyproject.is_file() and _pyproject_has_contracts(pyproject):
+        paths.append(pyproject.resolve())
+    return list(dict.fromkeys(paths))
+
+
+def load_contracts(config: pytest.Config) -> None:
+    """Read and validate every contracts file (an invalid one is a usage error: the run stops before tests)."""
+    from pytest_triton.contracts import load_declaration
+    from pytest_triton.errors import ConfigError
+    from pytest_triton.servers.registry import launcher_class
+
+    state = ContractsState()
+    try:
+        state.declarations = [load_declaration(path, check_launcher=launcher_class) for path in contract_paths(config)]
+    except ConfigError as exc:
+        raise pytest.UsageError(f"invalid contracts file: {exc}") from exc
+    config.stash[CONTRACTS_KEY] = state
+
+
+class ContractFile(pytest.File):
+    """A contracts file; its items are made by the plugin, not collected from the file."""
+
+    def collect(self) -> list[pytest.Item]:
+        return []
+
+
+class ContractItem(pytest.Function):
+    """One contract check; fixtures come from the test function made for it."""
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        # Node.repr_failure takes a style, pytest's Function.repr_failure does not: never pass it on
+        if isinstance(excinfo.value, (ContractFailure, AssertionError)) and excinfo.value.args:
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, 0, f"triton-contract: {self.name}"
+
+
+def _run(request: pytest.FixtureRequest, declaration: Declaration, factory: TritonServerFactory) -> ContractRun:
+    from pytest_triton.contracts import ContractRun
+    from pytest_triton.contracts import ContractServers
+
+    state = request.config.stash[CONTRACTS_KEY]
+    if declaration.path not in state.runs:
+        from pytest_triton.serving import TritonServerFactory
+
+        def factory_for(launcher: str) -> TritonServerFactory:
+            # the session's options and state: its servers get their logs attached like the session's own
+            return TritonServerFactory(launcher, factory.options, factory.state)
+
+        staging = request.getfixturevalue("tmp_path_factory").mktemp("contracts")
+        servers = ContractServers(factory, staging, gpu=factory.options.gpu, factory_for=factory_for)
+        request.config.add_cleanup(servers.stop_all)
+        state.runs[declaration.path] = ContractRun(declaration, servers)
+    return state.runs[declaration.path]
+
+
+def _record(request: pytest.FixtureRequest, check: str, status: str, text: str) -> None:
+    state = request.config.stash[CONTRACTS_KEY]
+    state.outcomes.append({"item": request.node.nodeid, "check": check, "status": status, "text": text})
+
+
+def _skip(reason: str) -> NoReturn:
+    """Skip, reported at the contracts file (as a skip mark would be), not at this module's line."""
+    raise pytest.skip.Exception(reason, _use_item_location=True)
+
+
+def _parity(declaration: Declaration, name: str) -> Callable[..., None]:
+    def contract_parity(request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory) -> None:
+        from pytest_triton.contracts import VariantUnavailable
+        from pytest_triton.errors import PytestTritonError
+
+        __tracebackhide__ = True
+        try:
+            outcome = _run(request, declaration, triton_server_factory).parity(name)
+        except VariantUnavailable as exc:
+            _record(request, f"parity[{name}]", "skipped", exc.reason)
+            _skip(f"variant {name!r}: {exc.reason}")
+        except PytestTritonError as exc:  # a request refused, a server that did not start, a bad input rule
+            _record(request, f"parity[{name}]", "failed", str(exc))
+            raise ContractFailure(f"parity of variant {name!r}: {exc}") from exc
+        _record(request, f"parity[{name}]", "passed" if outcome.ok else "failed", outcome.message())
+        request.node.add_report_section("call", "triton-contract", outcome.message())
+        if not outcome.ok:
+            raise ContractFailure(outcome.message())
+
+    return contract_parity
+
+
+def _latency_skip_reason(config: pytest.Config) -> str | None:
+    # this session's own xdist worker input, not PYTEST_XDIST_WORKER: a pytest run started from an xdist
+    # worker (pytester) inherits the variable but is not distributed itself
+    if hasattr(config, "workerinput"):
+        return "latency is measured without xdist: here other tests share the cores (run with -p no:xdist)"
+    return None
+
+
+def _latency(declaration: Declaration, name: str) -> Callable[..., None]:
+    def contract_latency(
+        request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory, triton_bench: TritonBench
+    ) -> None:
+        from pytest_triton.contracts import VariantUnavailable
+        from pytest_triton.contracts.latency_run import measure_variant
+        from pytest_triton.errors import PytestTritonError
+
+        __tracebackhide__ = True
+        variant = declaration.variants[name]
+        budget_name = variant.budget_name(triton_bench.hardware)
+        reason = _latency_skip_reason(request.config)
+        try:
+            if reason is None:
+                result = measure_variant(_run(request, declaration, triton_server_factory), name, triton_bench)
+        except VariantUnavailable as exc:
+            reason = f"variant {name!r}: {exc.reason}"
+        except PytestTritonError as exc:
+            _record(request, f"latency[{name}]", "failed", str(exc))
+            raise ContractFailure(f"latency of variant {name!r}: {exc}") from exc
+        if reason is not None:
+            _record(request, f"latency[{name}]", "skipped", reason)
+            triton_bench.record_skipped(budget_name, reason)  # a SKIPPED row in the latency report
+            _skip(reason)
+        text = f"{result.variant}: {result.verdict.status}: {result.verdict.reason}"
+        _record(request, f"latency[{name}]", "failed" if result.verdict.failed else "passed", text)
+        triton_bench.check(result)
+
+    return contract_latency
+
+
+def _relative(declaration: Declaration, index: int) -> Callable[..., None]:
+    def contract_relative_latency(
+        request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory, triton_bench: TritonBench
+    ) -> None:
+        from pytest_triton.contracts import VariantUnavailable
+        from pytest_triton.contracts.latency_run import measure_relative
+        from pytest_triton.errors import PytestTritonError
+
+        __tracebackhide__ = True
+        assert declaration.latency is not None
+        rule = declaration.latency.relative[index]
+        reason = _latency_skip_reason(request.config)
+        try:
+            if reason is None:
+                outcome = measure_relative(_run(request, declaration, triton_server_factory), rule, triton_bench)
+        except VariantUnavailable as exc:
+            reason = f"variant {exc.variant!r}: {exc.reason}"
+        except PytestTritonError as exc:
+            _record(request, f"latency[{rule.name}]", "failed", str(exc))
+            raise ContractFailure(f"relative latency {rule.name!r}: {exc}") from exc
+        if reason is not None:
+            _record(request, f"latency[{rule.name}]", "skipped", reason)
+            _skip(reason)
+        _record(request, f"latency[{rule.name}]", "passed" if outcome.ok else "failed", outcome.message())
+        if not outcome.ok:
+            raise ContractFailure(outcome.message())
+
+    return contract_relative_latency
+
+
+def collect_contract_items(session: pytest.Session) -> list[pytest.Item]:
+    state = session.config.stash.get(CONTRACTS_KEY, None)
+    if state is None:
+        return []
+    items: list[pytest.Item] = []
+    for declaration in state.declarations:
+        parent = ContractFile.from_parent(session, path=declaration.path)
+        made: list[tuple[str, Callable[..., None]]] = [
+            (f"parity[{v.name}]", _parity(declaration, v.name)) for v in declaration.candidates
+        ]
+        if declaration.latency is not None:
+            made += [(f"latency[{name}]", _latency(declaration, name)) for name in declaration.latency.variants]
+            made += [
+                (f"latency[{r.name}]", _relative(declaration, i)) for i, r in enumerate(declaration.latency.relative)
+            ]
+        own: list[pytest.Item] = []
+        for name, function in made:
+            item = ContractItem.from_parent(parent, name=name, callobj=function)
+            item.add_marker("triton_contract")
+            own.append(item)
+        # the file's collection report, as pytest's own collectors make: "collected N items" counts these
+        collected: list[pytest.Item | pytest.Collector] = list(own)
+        session.ihook.pytest_collectreport(report=pytest.CollectReport(parent.nodeid, "passed", None, collected))
+        items.extend(own)
+    return items
+
+
+def summary_lines(config: pytest.Config) -> list[str]:
+    """One line per contract item that ran: its check, status and the first line of its report."""
+    state = config.stash.get(CONTRACTS_KEY, None)
+    if state is None:
+        return []
+    return [f"{o['status'].upper():8} {o['item']}: {o['text'].splitlines()[0]}" for o in state.outcomes]
+
+
+def write_contracts_report(config: pytest.Config, prefix: str) -> Path | None:
+    """``PREFIX.contracts.json``: every contract item's outcome and full report text."""
+    state = config.stash.get(CONTRACTS_KEY, None)
+    if state is None or not state.outcomes:
+        return None
+    path = Path(f"{prefix}.contracts.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(state.outcomes, indent=2) + "\n", encoding="utf-8")
+    return path

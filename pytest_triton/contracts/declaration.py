@@ -1,0 +1,461 @@
+"""A contracts file: variants of a model, the reference they answer to, their inputs, parity and latency.
+
+Read from TOML (a file of its own, or the ``[tool.pytest-triton.contracts]`` table of a pyproject.toml) and
+validated whole on load: a wrong key or value is one :class:`~pytest_triton.errors.ConfigError` that names the
+file, the line, the key path (``variants.fp16.precision``) and the value, with what was expected. Paths are
+relative to the file. The format is documented in docs/contracts.md.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pytest_triton.contracts.spec import PERCENTILES
+from pytest_triton.contracts.spec import PRECISIONS
+from pytest_triton.contracts.spec import PROTOCOLS
+from pytest_triton.contracts.spec import REQUIREMENTS
+from pytest_triton.contracts.spec import Declaration
+from pytest_triton.contracts.spec import Generated
+from pytest_triton.contracts.spec import Inputs
+from pytest_triton.contracts.spec import LabelCheck
+from pytest_triton.contracts.spec import Latency
+from pytest_triton.contracts.spec import OutputCheck
+from pytest_triton.contracts.spec import Reference
+from pytest_triton.contracts.spec import RelativeBudget
+from pytest_triton.contracts.spec import TensorRule
+from pytest_triton.contracts.spec import Variant
+from pytest_triton.contracts.spec import precision_tolerance
+from pytest_triton.errors import ConfigError
+from pytest_triton.parity import Tolerance
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = ["PYPROJECT_TABLE", "load_declaration", "parse_declaration"]
+
+PYPROJECT_TABLE = ("tool", "pytest-triton", "contracts")
+
+
+# -- reading ------------------------------------------------------------------------------------------------
+
+
+class _Reader:
+    """Typed access to the TOML data; every error names the file, the line and the key path."""
+
+    def __init__(
+        self, path: Path, text: str, prefix: tuple[str, ...], check_launcher: Callable[[str], object] | None = None
+    ) -> None:
+        self.path = path
+        self.lines = text.splitlines()
+        self.prefix = prefix
+        self.check_launcher = check_launcher
+
+    def key(self, keys: tuple[str, ...]) -> str:
+        return ".".join((*self.prefix, *keys))
+
+    def _header(self, keys: tuple[str, ...]) -> int:
+        """The line of ``[a.b]`` / ``[[a.b]]`` for ``keys`` (the last one for an array of tables); 0 if none."""
+        pattern = re.compile(rf"^\s*\[+\s*{re.escape('.'.join((*self.prefix, *keys)))}\s*\]+")
+        found = [n for n, line in enumerate(self.lines, start=1) if pattern.search(line)]
+        return found[-1] if found else 0
+
+    def line_of(self, keys: tuple[str, ...]) -> int:
+        """Best effort: the line that sets the last key inside its table (or opens it); 0 when not found."""
+        if not keys:
+            return 0
+        if header := self._header(keys):
+            return header
+        table = keys[:-1]
+        start = self._header(table) if table or self.prefix else 1
+        if start:  # the key's own table: from its header to the next one
+            end = next(
+                (n for n in range(start + 1, len(self.lines) + 1) if self.lines[n - 1].lstrip().startswith("[")),
+                len(self.lines) + 1,
+            )
+            span = range(start, end)
+        else:  # an inline table or a dotted key: on its parent's line
+            parent = self.line_of(table)
+            span = range(parent, parent + 1) if parent else range(1, len(self.lines) + 1)
+        last = re.escape(keys[-1])
+        assign = re.compile(rf"^\s*\"?{last}\"?\s*=|[{{,]\s*\"?{last}\"?\s*=")
+        for number in span:
+            if number >= 1 and assign.search(self.lines[number - 1]):
+                return number
+        return self.line_of(table)
+
+    def fail(self, keys: tuple[str, ...], message: str) -> ConfigError:
+        return ConfigError(message, path=str(self.path), line=self.line_of(keys), col=1 if keys else 0)
+
+    def bad(self, keys: tuple[str, ...], value: Any, expected: str) -> ConfigError:
+        return self.fail(keys, f"{self.key(keys)}={value!r}: expected {expected}")
+
+    def table(self, data: Any, keys: tuple[str, ...], known: set[str]) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            raise self.bad(keys, data, "a table")
+        unknown = sorted(set(data) - known)
+        if unknown:
+            where = self.key(keys) or "the top level"
+            raise self.fail(
+                (*keys, unknown[0]),
+                f"{self.key((*keys, unknown[0]))}: unknown key {unknown[0]!r} in {where}; "
+                f"known keys: {', '.join(sorted(known))}",
+            )
+        return data
+
+    def string(self, data: Mapping[str, Any], keys: tuple[str, ...], default: str | None = None) -> str:
+        value = data.get(keys[-1], default)
+        if not isinstance(value, str) or not value:
+            if keys[-1] not in data and default is None:
+                raise self.fail(keys, f"{self.key(keys)} is missing: expected a non-empty string")
+            raise self.bad(keys, value, "a non-empty string")
+        return value
+
+    def choice(self, data: Mapping[str, Any], keys: tuple[str, ...], choices: tuple[str, ...], default: str) -> str:
+        value = data.get(keys[-1], default)
+        if value not in choices:
+            raise self.bad(keys, value, f"one of {', '.join(repr(c) for c in choices)}")
+        return str(value)
+
+    def integer(self, data: Mapping[str, Any], keys: tuple[str, ...], default: int, minimum: int = 1) -> int:
+        value = data.get(keys[-1], default)
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            raise self.bad(keys, value, f"an integer >= {minimum}")
+        return value
+
+    def number(self, data: Mapping[str, Any], keys: tuple[str, ...], default: float | None = None) -> float:
+        value = data.get(keys[-1], default)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
+            raise self.bad(keys, value, "a number")
+        return float(value)
+
+    def path_of(self, data: Mapping[str, Any], keys: tuple[str, ...], what: str) -> Path:
+        text = self.string(data, keys)
+        resolved = (self.path.parent / text).resolve()
+        if not resolved.exists():
+            raise self.fail(keys, f"{self.key(keys)}={text!r}: {what} {str(resolved)!r} does not exist")
+        return resolved
+
+    def names(
+        self, data: Mapping[str, Any], keys: tuple[str, ...], allowed: Mapping[str, Any] | tuple[str, ...]
+    ) -> tuple[str, ...]:
+        value = data.get(keys[-1], [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.bad(keys, value, "a list of strings")
+        for item in value:
+            if item not in allowed:
+                raise self.bad(keys, item, f"one of {', '.join(repr(a) for a in allowed)}")
+        return tuple(value)
+
+
+def _variant(read: _Reader, name: str, data: Any) -> Variant:
+    keys = ("variants", name)
+    known = {"repository", "model", "launcher", "precision", "protocol", "inputs", "outputs", "requires", "budget"}
+    data = read.table(data, keys, known)
+    repository = read.path_of(data, (*keys, "repository"), "repository")
+    if repository.is_file() and not repository.name.endswith((".tar.gz", ".tgz")):
+        raise read.bad((*keys, "repository"), data["repository"], "a model repository folder or a model.tar.gz")
+    raw = data.get("precision", "fp32")
+    precision: dict[str, Any]
+    if isinstance(raw, str):
+        precision = {"cpu": raw, "gpu": raw}
+    elif isinstance(raw, dict) and set(raw) <= {"cpu", "gpu"} and raw:
+        precision = {"cpu": raw.get("cpu", raw.get("gpu")), "gpu": raw.get("gpu", raw.get("cpu"))}
+    else:
+        raise read.bad(
+            (*keys, "precision"), raw, f"one of {', '.join(PRECISIONS)} or a table {{ cpu = ..., gpu = ... }}"
+        )
+    for where, chosen in precision.items():
+        if chosen not in PRECISIONS:
+            at = (*keys, "precision") if isinstance(raw, str) else (*keys, "precision", where)
+            raise read.bad(at, chosen, f"one of {', '.join(repr(p) for p in PRECISIONS)}")
+    mappings: dict[str, dict[str, str]] = {}
+    for key in ("inputs", "outputs", "budget"):
+        value: Any = data.get(key, {})
+        if key == "budget" and isinstance(value, str):
+            value = {"*": value}
+        if not isinstance(value, dict) or not all(isinstance(v, str) and v for v in value.values()):
+            raise read.bad((*keys, key), value, 'a table of names (e.g. { logits = "LOGITS" })')
+        mappings[key] = value
+    launcher = read.string(data, (*keys, "launcher")) if "launcher" in data else None
+    if launcher is not None and read.check_launcher is not None:
+        try:
+            read.check_launcher(launcher)
+        except ConfigError as exc:
+            raise read.fail(
+                (*keys, "launcher"), f"{read.key((*keys, 'launcher'))}={launcher!r}: {exc.reason}"
+            ) from None
+    return Variant(
+        name=name,
+        repository=repository,
+        model=read.string(data, (*keys, "model")),
+        precision=precision,
+        launcher=launcher,
+        protocol=read.choice(data, (*keys, "protocol"), PROTOCOLS, "http"),
+        inputs=mappings["inputs"],
+        outputs=mappings["outputs"],
+        requires=read.names(data, (*keys, "requires"), REQUIREMENTS),
+        budget=mappings["budget"],
+    )
+
+
+def _reference(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> Reference:
+    keys = ("reference",)
+    if data is None:
+        raise read.fail((), '[reference] is missing: give variant = NAME or onnx = "model.onnx"')
+    data = read.table(data, keys, {"variant", "onnx", "name"})
+    if ("variant" in data) == ("onnx" in data):
+        raise read.fail(keys, 'reference: give exactly one of variant = NAME or onnx = "model.onnx"')
+    if "variant" in data:
+        name = read.string(data, (*keys, "variant"))
+        if name not in variants:
+            raise read.bad((*keys, "variant"), name, f"one of the variants ({', '.join(variants)})")
+        return Reference(name=name, variant=name)
+    onnx = read.path_of(data, (*keys, "onnx"), "ONNX file")
+    return Reference(name=read.string(data, (*keys, "name"), "onnxruntime-inprocess"), onnx=onnx)
+
+
+def _tensor_rule(read: _Reader, name: str, data: Any, keys: tuple[str, ...]) -> TensorRule:
+    data = read.table(data, keys, {"min", "max", "mask", "min_ones", "shape"})
+    low = read.number(data, (*keys, "min")) if "min" in data else None
+    high = read.number(data, (*keys, "max")) if "max" in data else None
+    if low is not None and high is not None and high < low:
+        raise read.fail((*keys, "max"), f"{read.key((*keys, 'max'))}={high:g} < {read.key((*keys, 'min'))}={low:g}")
+    shape = data.get("shape")
+    if shape is not None and (
+        not isinstance(shape, list) or not shape or not all(isinstance(d, int) and d >= 1 for d in shape)
+    ):
+        raise read.bad((*keys, "shape"), shape, "a list of dims >= 1 (the config's dims, batch excluded)")
+    mask = data.get("mask", False)
+    if not isinstance(mask, bool):
+        raise read.bad((*keys, "mask"), mask, "true or false")
+    return TensorRule(
+        name,
+        low,
+        high,
+        mask=mask,
+        min_ones=read.integer(data, (*keys, "min_ones"), 1, minimum=0),
+        shape=tuple(shape) if shape is not None else None,
+    )
+
+
+def _inputs(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> Inputs:
+    keys: tuple[str, ...] = ("inputs",)
+    if data is None:
+        raise read.fail((), '[inputs] is missing: give samples = "FILE" or an [inputs.generate] table')
+    data = read.table(data, keys, {"samples", "batch_size", "generate"})
+    if ("samples" in data) == ("generate" in data):
+        raise read.fail(keys, 'inputs: give exactly one of samples = "FILE" or [inputs.generate]')
+    if "samples" in data:
+        samples = read.path_of(data, (*keys, "samples"), "samples file")
+        if samples.suffix not in (".jsonl", ".npz"):
+            raise read.bad((*keys, "samples"), data["samples"], "a .jsonl (KServe v2 JSON lines) or .npz file")
+        return Inputs(samples=samples, batch_size=read.integer(data, (*keys, "batch_size"), 1))
+    keys = (*keys, "generate")
+    gen = read.table(data["generate"], keys, {"from", "examples", "seed", "max_seconds", "batch_size", "tensors"})
+    source = read.string(gen, (*keys, "from"), next(iter(variants)))
+    if source not in variants:
+        raise read.bad((*keys, "from"), source, f"one of the variants ({', '.join(variants)})")
+    tensors = read.table(gen.get("tensors", {}), (*keys, "tensors"), set(gen.get("tensors", {})))
+    max_seconds = read.number(gen, (*keys, "max_seconds"), 60.0)
+    if not max_seconds > 0:
+        raise read.bad((*keys, "max_seconds"), max_seconds, "a number of seconds > 0")
+    return Inputs(
+        generated=Generated(
+            source=source,
+            examples=read.integer(gen, (*keys, "examples"), 50),
+            seed=read.integer(gen, (*keys, "seed"), 0, minimum=0),
+            max_seconds=max_seconds,
+            batch_size=read.integer(gen, (*keys, "batch_size"), 2),
+            tensors={n: _tensor_rule(read, n, t, (*keys, "tensors", n)) for n, t in tensors.items()},
+        )
+    )
+
+
+def _labels(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> tuple[LabelCheck, ...]:
+    if data is None:
+        return ()
+    data = read.table(data, ("parity",), {"outputs", "labels"})
+    tables = read.table(data.get("labels", {}), ("parity", "labels"), set(data.get("labels", {})))
+    checks = []
+    for name, table in tables.items():
+        keys = ("parity", "labels", name)
+        table = read.table(table, keys, {"from", "names", "variants"})
+        names = table.get("names")
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+            raise read.bad((*keys, "names"), names, "a list of label names in the order of the output's values")
+        outputs = table.get("variants")
+        if not isinstance(outputs, dict) or not outputs or not all(isinstance(v, str) and v for v in outputs.values()):
+            raise read.bad((*keys, "variants"), outputs, 'a table of variant = "LABEL_OUTPUT"')
+        for variant in outputs:
+            if variant not in variants:
+                raise read.bad((*keys, "variants"), variant, f"one of the variants ({', '.join(variants)})")
+        checks.append(LabelCheck(name, read.string(table, (*keys, "from")), tuple(names), outputs))
+    return tuple(checks)
+
+
+def _outputs(read: _Reader, data: Any) -> tuple[OutputCheck, ...]:
+    if data is None:
+        return ()
+    data = read.table(data, ("parity",), {"outputs", "labels"})
+    outputs = read.table(data.get("outputs", {}), ("parity", "outputs"), set(data.get("outputs", {})))
+    checks = []
+    for name, table in outputs.items():
+        keys = ("parity", "outputs", name)
+        table = read.table(table, keys, {"preset", "atol", "rtol", "argmax", "top_k", "cosine"})
+        tol = None
+        if "preset" in table or "atol" in table or "rtol" in table:
+            preset = read.choice(table, (*keys, "preset"), PRECISIONS, "fp32")
+            base = precision_tolerance(preset)
+            given = {}
+            for key in ("atol", "rtol"):
+                if key in table:
+                    given[key] = read.number(table, (*keys, key))
+                    if given[key] < 0:
+                        raise read.bad((*keys, key), table[key], "a number >= 0")
+            tol = Tolerance(
+                atol=given.get("atol", base.atol),
+                rtol=given.get("rtol", base.rtol),
+                name=f"{preset}+custom" if given else preset,
+            )
+        argmax = table.get("argmax", False)
+        if not isinstance(argmax, bool):
+            raise read.bad((*keys, "argmax"), argmax, "true or false")
+        cosine = read.number(table, (*keys, "cosine")) if "cosine" in table else None
+        if cosine is not None and not -1.0 <= cosine <= 1.0:
+            raise read.bad((*keys, "cosine"), cosine, "a minimum cosine similarity in [-1, 1]")
+        top_k = read.integer(table, (*keys, "top_k"), 1) if "top_k" in table else None
+        checks.append(OutputCheck(name, tol, argmax=argmax, top_k=top_k, cosine=cosine))
+    return tuple(checks)
+
+
+def _latency(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> Latency | None:
+    if data is None:
+        return None
+    keys = ("latency",)
+    known = {
+        "variants",
+        "batch_size",
+        "throughput_batch_size",
+        "warmup",
+        "warm_batch_sizes",
+        "concurrency",
+        "window_ms",
+        "budgets",
+        "relative",
+    }
+    data = read.table(data, keys, known)
+    concurrency = read.integer(data, (*keys, "concurrency"), 1)
+    if concurrency != 1:
+        raise read.fail(
+            (*keys, "concurrency"),
+            f"latency.concurrency={concurrency}: this version measures at concurrency 1 only; set 1 or remove it",
+        )
+    warm = data.get("warm_batch_sizes", [])
+    if not isinstance(warm, list) or not all(isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in warm):
+        raise read.bad((*keys, "warm_batch_sizes"), warm, "a list of batch sizes >= 1")
+    window = read.number(data, (*keys, "window_ms")) if "window_ms" in data else None
+    if window is not None and not window > 0:
+        raise read.bad((*keys, "window_ms"), window, "a window in milliseconds > 0")
+    relative = []
+    rules = data.get("relative", [])
+    if not isinstance(rules, list):
+        raise read.bad((*keys, "relative"), rules, "an array of tables [[latency.relative]]")
+    for rule in rules:
+        at = (*keys, "relative")
+        rule = read.table(rule, at, {"variant", "baseline", "max_ratio", "percentile"})
+        pair = {}
+        for key in ("variant", "baseline"):
+            pair[key] = read.string(rule, (*at, key))
+            if pair[key] not in variants:
+                raise read.bad((*at, key), pair[key], f"one of the variants ({', '.join(variants)})")
+        ratio = read.number(rule, (*at, "max_ratio"))
+        if not ratio > 0:
+            raise read.bad((*at, "max_ratio"), ratio, "a ratio > 0 (1.5: at most 50% slower)")
+        percentile = read.integer(rule, (*at, "percentile"), 50)
+        if percentile not in PERCENTILES:
+            raise read.bad((*at, "percentile"), percentile, f"one of {', '.join(map(str, PERCENTILES))}")
+        relative.append(RelativeBudget(pair["variant"], pair["baseline"], ratio, percentile))
+    return Latency(
+        variants=read.names(data, (*keys, "variants"), variants) or tuple(variants),
+        batch_size=read.integer(data, (*keys, "batch_size"), 1),
+        throughput_batch_size=read.integer(data, (*keys, "throughput_batch_size"), 8),
+        warmup=read.integer(data, (*keys, "warmup"), 3, minimum=0),
+        warm_batch_sizes=tuple(warm),
+        concurrency=concurrency,
+        window_ms=window,
+        budgets=read.path_of(data, (*keys, "budgets"), "budget file") if "budgets" in data else None,
+        relative=tuple(relative),
+    )
+
+
+def parse_declaration(
+    text: str, path: str | Path, *, check_launcher: Callable[[str], object] | None = None
+) -> Declaration:
+    """Parse and validate a contracts file's ``text``; ``path`` names it in errors and anchors relative paths.
+
+    ``check_launcher`` raises ConfigError for a launcher name that is not registered (the plugin passes the
+    registry's lookup)."""
+    file = Path(path).resolve()
+    try:
+        data: Any = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        match = re.search(r"at line (\d+), column (\d+)", str(exc))
+        line, col = (int(match.group(1)), int(match.group(2))) if match else (0, 0)
+        raise ConfigError(f"not valid TOML: {exc}", path=str(file), line=line, col=col) from exc
+    prefix: tuple[str, ...] = ()
+    if file.name == "pyproject.toml":
+        prefix = PYPROJECT_TABLE
+        for key in PYPROJECT_TABLE:
+            data = data.get(key) if isinstance(data, dict) else None
+        if data is None:
+            raise ConfigError(f"no [{'.'.join(PYPROJECT_TABLE)}] table in this pyproject.toml", path=str(file))
+    read = _Reader(file, text, prefix, check_launcher)
+    data = read.table(data, (), {"variants", "reference", "inputs", "parity", "latency"})
+    raw_variants = read.table(data.get("variants", {}), ("variants",), set(data.get("variants", {})))
+    if not raw_variants:
+        raise read.fail((), "no variants: add at least one [variants.NAME] table with repository and model")
+    variants = {name: _variant(read, name, table) for name, table in raw_variants.items()}
+    reference = _reference(read, data.get("reference"), variants)
+    declaration = Declaration(
+        path=file,
+        variants=variants,
+        reference=reference,
+        inputs=_inputs(read, data.get("inputs"), variants),
+        outputs=_outputs(read, data.get("parity")),
+        labels=_labels(read, data.get("parity"), variants),
+        latency=_latency(read, data.get("latency"), variants),
+    )
+    for variant in declaration.variants.values():
+        for output in variant.outputs:
+            if declaration.outputs and output not in {o.name for o in declaration.outputs}:
+                raise read.bad(
+                    ("variants", variant.name, "outputs"),
+                    output,
+                    f"an output of [parity.outputs] ({', '.join(o.name for o in declaration.outputs)})",
+                )
+    compared = {o.name for o in declaration.outputs}
+    for label in declaration.labels:
+        if compared and label.source not in compared:
+            raise read.bad(
+                ("parity", "labels", label.name, "from"),
+                label.source,
+                f"an output of [parity.outputs] ({', '.join(sorted(compared))})",
+            )
+    return declaration
+
+
+def load_declaration(path: str | Path, *, check_launcher: Callable[[str], object] | None = None) -> Declaration:
+    """Read and validate a contracts file; an unreadable file is a ConfigError naming it."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the contracts file: {exc.strerror or exc}", path=str(file)) from exc
+    return parse_declaration(text, file, check_launcher=check_launcher)

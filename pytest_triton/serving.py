@@ -1,0 +1,199 @@
+"""The pytest side of serving: options in, a launcher from the registry, state for the reports out.
+
+:class:`TritonServerFactory` turns pytest's options and ini values into a
+:class:`~pytest_triton.servers.factory.ServerFactory`; session state (the servers, which fixture or test
+started each, crashes already reported) lives in ``config.stash`` so the plugin's hooks can attach the right
+server logs to a failing test and print the summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from typing import final
+
+import pytest
+
+from pytest_triton.errors import ConfigError
+from pytest_triton.servers.base import ServeOptions
+from pytest_triton.servers.base import TritonLauncher
+from pytest_triton.servers.factory import ServerFactory
+from pytest_triton.servers.logs import without_gpu_noise
+from pytest_triton.servers.registry import DEFAULT_LAUNCHER
+from pytest_triton.session_state import STATE_KEY
+from pytest_triton.session_state import SessionState
+from pytest_triton.session_state import session_state
+
+# pytest option / ini name → launcher setting; a launcher reads the settings it knows
+_SETTINGS = {
+    "tritonserver": "tritonserver",
+    "triton_url": "url",
+}
+
+
+def _resolve(config: pytest.Config, value: str, *, from_ini: bool) -> Path:
+    """A path as pytest resolves its own: command-line paths against the invocation folder, ini paths
+    against the ini file's folder."""
+    path = Path(value).expanduser()
+    if path.is_absolute():
+        return path
+    if from_ini and config.inipath is not None:
+        return config.inipath.parent / path
+    return config.invocation_params.dir / path
+
+
+@final
+class TritonServerFactory:
+    """Starts Triton servers on repositories with the session's launcher; every one is stopped at the end.
+
+    ``start(repository)`` returns the launcher once the server and its models are ready; the launcher says
+    what it changed to serve the repository (``launcher.prepared``) and gives the transport that reaches it
+    (``launcher.transport()``).
+    """
+
+    def __init__(self, launcher: str, options: ServeOptions, state: SessionState) -> None:
+        self.state = state
+        self._factory = ServerFactory(launcher, options)
+        self._session: TritonLauncher | None = None
+
+    @property
+    def launcher(self) -> str:
+        """The name of the launcher this factory uses."""
+        return self._factory.launcher_name
+
+    @property
+    def options(self) -> ServeOptions:
+        return self._factory.options
+
+    @classmethod
+    def from_config(cls, config: pytest.Config, staging: Path) -> TritonServerFactory:
+        settings: dict[str, Any] = {key: config.getoption(option) for option, key in _SETTINGS.items()}
+        chosen = config.getoption("triton_launcher") or str(config.getini("triton_launcher") or "")
+        if not chosen:
+            chosen = "url" if settings["url"] else DEFAULT_LAUNCHER
+        timeout = str(config.getini("triton_startup_timeout"))
+        try:
+            startup_timeout = float(timeout)
+        except ValueError:
+            raise ConfigError(f"ini triton_startup_timeout={timeout!r} is not a number of seconds") from None
+        options = ServeOptions(
+            gpu=bool(config.getoption("gpu")), startup_timeout=startup_timeout, staging=staging, settings=settings
+        )
+        return cls(chosen, options, session_state(config))
+
+    def start(
+        self,
+        repository: str | Path | None,
+        *,
+        models: Sequence[str] | None = None,
+        sagemaker: bool | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> TritonLauncher:
+        """Start a server on ``repository`` and wait until it and every model are ready.
+
+        ``sagemaker`` also serves Triton's SageMaker frontend (/ping, /invocations); ``env`` adds
+        variables to the server's environment (e.g. SAGEMAKER_TRITON_DEFAULT_MODEL_NAME).
+        """
+        launcher = self._factory.create(repository, models=models, sagemaker=sagemaker, env=env)
+        self.state.servers.append(launcher)  # listed first: a server that fails to start has a log to show
+        if self.state.starting:
+            self.state.owners[id(launcher)] = self.state.starting[-1]
+        self._factory.servers.append(launcher)
+        try:
+            launcher.start()
+        finally:
+            if launcher.prepared is not None:
+                self.state.changes.extend(launcher.prepared.describe())
+        return launcher
+
+    @property
+    def servers(self) -> list[TritonLauncher]:
+        """Every server this factory started in the session, oldest first."""
+        return list(self._factory.servers)
+
+    def configured_repository(self, config: pytest.Config) -> Path | None:
+        """``--triton-repository`` (against the invocation folder) or ini ``triton_repository``."""
+        option = config.getoption("triton_repository")
+        if option:
+            return _resolve(config, str(option), from_ini=False)
+        ini = str(config.getini("triton_repository") or "")
+        return _resolve(config, ini, from_ini=True) if ini else None
+
+    def session_server(self, config: pytest.Config) -> TritonLauncher:
+        """The one server of the session (``--triton-repository`` / ini ``triton_repository``)."""
+        if self._session is None:
+            repository = self.configured_repository(config)
+            if repository is None and self.launcher != "url":
+                raise ConfigError(
+                    "triton_server needs a repository: pass --triton-repository PATH or set "
+                    "triton_repository in the ini file (or start one with triton_server_factory.start(PATH))"
+                )
+            self._session = self.start(repository)
+            self.state.owners[id(self._session)] = "triton_server"  # whichever fixture asked for it first
+        return self._session
+
+    def default_server(self, config: pytest.Config) -> TritonLauncher:
+        """The server ``triton_client`` talks to: the session's when one is configured, else the newest one
+        this factory started."""
+        if self._session is not None or self.configured_repository(config) or self.launcher == "url":
+            return self.session_server(config)
+        if not self._factory.servers:
+            raise ConfigError(
+                "triton_client has no server to talk to: start one with triton_server_factory.start(PATH) before "
+                "using the client, or pass --triton-repository PATH"
+            )
+        return self._factory.servers[-1]
+
+    def stop_all(self) -> None:
+        try:
+            self._factory.stop_all()
+        finally:
+            self.state.servers.clear()
+
+
+def _servers_of(item: pytest.Item, state: SessionState) -> list[tuple[int, TritonLauncher]]:
+    """The session's servers that ``item`` used: started by it or by a fixture it requested."""
+    used = {item.nodeid, *getattr(item, "fixturenames", ())}
+    if "triton_client" in used:
+        used.add("triton_server")
+    return [(i, s) for i, s in enumerate(state.servers) if state.owners.get(id(s)) in used]
+
+
+def _tail(server: TritonLauncher) -> str:
+    try:
+        tail = server.log_tail(50)
+    except Exception:  # a dead server must not hide the test's own failure
+        return ""
+    return tail if server.has_gpu else without_gpu_noise(tail)
+
+
+def attach_server_logs(item: pytest.Item, report: pytest.TestReport) -> None:
+    """Add server log tails to a test report: on a failing test, the servers that test used; on the first
+    report after any server ended on its own (a crash), that server's, with a line for the summary.
+    The test's outcome is left as it is."""
+    state = item.config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    for index, server in enumerate(state.servers):
+        status = server.exit_status()
+        if status is not None and id(server) not in state.dead:
+            state.dead.add(id(server))
+            state.notes.append(f"tritonserver {index} {status}; first seen at {item.nodeid} ({report.when})")
+            if tail := _tail(server):
+                report.sections.append((f"tritonserver {index} {status}: its log (last 50 lines)", tail))
+    if not report.failed:
+        return
+    for index, server in _servers_of(item, state):
+        if id(server) in state.dead and server.exit_status() is not None:
+            continue  # its log is attached once, where the crash was first seen
+        if tail := _tail(server):
+            report.sections.append((f"tritonserver {index} log (last 50 lines)", tail))
+
+
+def summary_lines(config: pytest.Config) -> list[str]:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return []
+    return list(dict.fromkeys(state.changes)) + state.notes

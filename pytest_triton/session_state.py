@@ -1,0 +1,40 @@
+"""What the plugin remembers of a session's servers, in ``config.stash`` (light: no server code imported).
+
+The plugin's hooks write who is setting up (a fixture, a test) while servers start, and read the servers
+back to attach their logs to failing tests and to print the summary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_triton.bench.session import TritonBench
+    from pytest_triton.servers.base import TritonLauncher
+
+
+@dataclass
+class SessionState:
+    servers: list[TritonLauncher] = field(default_factory=list)
+    # who started each server: a fixture name or a test's node id, by id() of the server
+    owners: dict[int, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    dead: set[int] = field(default_factory=set)  # id() of servers already reported as ended on their own
+    starting: list[str] = field(default_factory=list)  # the fixtures being set up now, innermost last
+    changes: list[str] = field(default_factory=list)  # what launchers changed to serve repositories
+
+
+STATE_KEY = pytest.StashKey[SessionState]()
+
+
+def session_state(config: pytest.Config) -> SessionState:
+    if STATE_KEY not in config.stash:
+        config.stash[STATE_KEY] = SessionState()
+    return config.stash[STATE_KEY]
+
+
+BENCH_KEY: pytest.StashKey[TritonBench] = pytest.StashKey()  # the session's latency bench (made when first asked for)
