@@ -35,13 +35,20 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import ClassVar
 from typing import final
 
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
+from pytest_triton.repository.layout import model_folders
+from pytest_triton.repository.layout import require_folder
 from pytest_triton.servers.base import LOCALHOST
+from pytest_triton.servers.base import InferenceEndpoint
+from pytest_triton.servers.base import Prepared
+from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.base import ServerUrls
+from pytest_triton.servers.control import ModelControl
 from pytest_triton.servers.docker_engine import connect
 from pytest_triton.servers.docker_engine import ensure_image
 from pytest_triton.servers.docker_engine import start_failure
@@ -52,9 +59,9 @@ from pytest_triton.servers.docker_image import stage_for_image
 from pytest_triton.servers.docker_owners import owner_labels
 from pytest_triton.servers.docker_owners import sweep_dead_owners
 from pytest_triton.servers.docker_reaper import Reaper
-from pytest_triton.servers.local import repository_models
 from pytest_triton.servers.logs import LogFile
 from pytest_triton.servers.logs import last_error
+from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.ports import PortReservation
 from pytest_triton.servers.ports import reserve_ports
 from pytest_triton.servers.rest import TritonRest
@@ -62,12 +69,12 @@ from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import models_poll
 from pytest_triton.servers.wait import stderr_progress
-from pytest_triton.servers.wait import wait_models_ready
-from pytest_triton.servers.wait import wait_models_unloaded
 from pytest_triton.servers.wait import wait_until
 
 if TYPE_CHECKING:
     from typing import Self
+
+    from pytest_triton.client.transports import Transport
 
 DEFAULT_IMAGE = "nvcr.io/nvidia/tritonserver:26.05-py3"
 DEFAULT_SHM_SIZE = "1g"
@@ -151,10 +158,10 @@ class DockerLauncher:
     lets testcontainers start its reaper container (it must be pullable); ours needs nothing pulled.
     ``ulimits`` (None: memlock=-1, stack=64 MiB, updated by ``$PYTEST_TRITON_DOCKER_ULIMITS``, e.g.
     ``memlock=8388608`` where the daemon may not raise it) are set soft and hard.
-    ``staging`` is the folder to stage into (None: a temporary folder, removed at stop).
+    The repository is staged into the launcher's own work folder (removed at stop).
     """
 
-    name = "docker"
+    name: ClassVar[str] = "docker"
 
     def __init__(
         self,
@@ -175,7 +182,6 @@ class DockerLauncher:
         exit_timeout: int = 0,
         stop_timeout: float = 10.0,
         port_retries: int = 2,
-        staging: Path | None = None,
         progress: ProgressCallback | None = stderr_progress,
     ) -> None:
         if network not in ("host", "bridge"):
@@ -203,10 +209,7 @@ class DockerLauncher:
         self.port_retries = port_retries
         self.progress = progress
         self.command: list[str] = []
-        self.adapted: list[Any] = []
-        self._staging_arg = staging
-        self._staged: Path | None = None
-        self._owns_staging = False
+        self._prepared: Prepared | None = None
         self._client: Any = None
         self._facts: ImageFacts | None = None
         self._container: Any = None  # testcontainers DockerContainer
@@ -217,6 +220,33 @@ class DockerLauncher:
         self._workdir: Path | None = None
         self._stopped = False
         self._final_state: tuple[int, bool] | None = None  # (exit code, OOM) of a container that ended
+
+    @classmethod
+    def from_options(
+        cls, repository: Path | None, options: ServeOptions, *, models: Sequence[str] | None = None
+    ) -> Self:
+        """A launcher from the common options. Settings: ``image``, ``network`` (host or bridge), ``shm_size``,
+        ``gpu_devices`` (ids; default every GPU with ``gpu``), ``pull``, ``ryuk``, ``ulimits``
+        ("memlock=-1,stack=67108864") and ``container_startup_timeout`` (seconds)."""
+        if repository is None:
+            raise ServerStartError("the docker launcher serves a model repository: give its folder")
+        devices = options.setting("gpu_devices")
+        ulimits = options.setting("ulimits")
+        return cls(
+            repository,
+            models=models,
+            image=str(options.setting("image", DEFAULT_IMAGE)),
+            gpus=(str(devices) if devices else True) if options.gpu else False,
+            network=str(options.setting("network", "host")),
+            shm_size=str(options.setting("shm_size", DEFAULT_SHM_SIZE)),
+            ulimits=None if ulimits is None else {**default_ulimits(), **parse_ulimits(str(ulimits))},
+            startup_timeout=float(options.setting("container_startup_timeout", options.startup_timeout)),
+            pull=str(options.setting("pull", "missing")),
+            ryuk=bool(options.setting("ryuk", False)),
+            sagemaker=options.sagemaker,
+            env=options.env,
+            progress=options.progress,
+        )
 
     # -- what the image offers -------------------------------------------------------------------------
 
@@ -256,22 +286,47 @@ class DockerLauncher:
             return None
         return str(self._container._container.id)
 
+    @property
+    def prepared(self) -> Prepared | None:
+        """The staged repository and what was adapted in it (None before ``prepare()``/``start()``)."""
+        return self._prepared
+
+    @property
+    def control(self) -> ModelControl:
+        """Load, unload and readiness of this server's models."""
+        return ModelControl(
+            self.urls.need("http"),
+            log_tail=self.log_tail,
+            load_reason=lambda name: model_failure_reason(self._log.lines() if self._log else [], name),
+            check_alive=self.check_alive,
+            progress=self.progress,
+            what="tritonserver container",
+        )
+
+    def transport(self, protocol: InferenceEndpoint = "http") -> Transport:
+        """An inference transport to this server."""
+        from pytest_triton.client.transports import transport_for
+
+        return transport_for(self.urls, protocol)
+
     # -- preparing the repository ----------------------------------------------------------------------
 
-    def prepare(self, source: Path | None = None) -> Path:
-        """Stage ``source`` (default: the launcher's repository) for the image; returns the staged folder."""
-        src = Path(source).absolute() if source is not None else self.repository
-        if not src.is_dir():
-            raise ServerStartError(f"model repository {str(src)!r} is not a directory")
-        facts = self._image_facts()
-        if self._staging_arg is not None:
-            dest = self._staging_arg
-        else:
-            dest = Path(tempfile.mkdtemp(prefix="pytest-triton-docker-")) / src.name
-            self._owns_staging = True
-        self.adapted = stage_for_image(src, dest, facts, gpu=self.gpu)
-        self._staged = dest
-        return dest
+    def _work(self) -> Path:
+        """This launcher's work folder (staged repository, logs), removed by stop()."""
+        if self._workdir is None:
+            self._workdir = Path(tempfile.mkdtemp(prefix="pytest-triton-docker-"))
+        return self._workdir
+
+    def prepare(self, source: Path) -> Prepared:
+        """Stage ``source`` into the work folder for the image (real copies, ONNX models adapted where the
+        image has no onnxruntime backend, no host path in any config); it is mounted read-only at /models."""
+        require_folder(Path(source), "model repository")
+        folder = self._work() / "repository"
+        adapted = stage_for_image(Path(source), folder, self._image_facts(), gpu=self.gpu)
+        models = model_folders(folder) if self.models is None else self.models
+        notes = (f"served by the docker launcher from image {self.image} (repository mounted read-only at /models)",)
+        self._prepared = Prepared(Path(source), folder, tuple(models), tuple(adapted), notes, CONTAINER_REPOSITORY)
+        return self._prepared
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -306,11 +361,8 @@ class DockerLauncher:
         try:
             client = self._docker()
             _sweep_once(client, self.progress)
-            if self._staged is None:
-                self.prepare()
-            assert self._staged is not None
-            models = repository_models(self._staged) if self.models is None else self.models
-            self._workdir = Path(tempfile.mkdtemp(prefix="pytest-triton-docker-logs-"))
+            prepared = self._prepared or self.prepare(self.repository)
+            models = list(prepared.models)
             for attempt in range(self.port_retries + 1):
                 self._run_container(models, attempt)
                 try:
@@ -334,8 +386,7 @@ class DockerLauncher:
         from testcontainers.core.config import testcontainers_config
         from testcontainers.core.container import DockerContainer
 
-        assert self._staged is not None
-        assert self._workdir is not None
+        assert self._prepared is not None
         self._ports = reserve_ports(4 if self.sagemaker else 3)
         ports = self._ports.ports
         self._urls = ServerUrls.local(ports[0], ports[1], ports[2], ports[3] if self.sagemaker else None)
@@ -343,7 +394,7 @@ class DockerLauncher:
         container = DockerContainer(self.image).with_command(self.command)
         name = f"pytest-triton-{os.getpid()}-{secrets.token_hex(4)}"
         container.with_name(name)
-        container.with_volume_mapping(str(self._staged), CONTAINER_REPOSITORY, "ro")
+        container.with_volume_mapping(str(self._prepared.folder), CONTAINER_REPOSITORY, "ro")
         env = dict(self.env)
         if self.sagemaker and len(models) == 1:  # what the SageMaker Triton image's serve script does
             env.setdefault("SAGEMAKER_TRITON_DEFAULT_MODEL_NAME", models[0])
@@ -371,7 +422,7 @@ class DockerLauncher:
             explanation = getattr(err, "explanation", None) or str(err)
             raise start_failure(self.image, str(explanation), gpu=self.gpu, ulimits=self.ulimits) from None
         assert self.container_id is not None
-        self._log = LogFile(self._workdir / f"tritonserver-{attempt}.log")
+        self._log = LogFile(self._work() / f"tritonserver-{attempt}.log")
         self._log_thread = threading.Thread(
             target=_pump_logs,
             args=(container._container, self._log.path),
@@ -420,15 +471,20 @@ class DockerLauncher:
 
     def _wait_started(self, models: list[str]) -> None:
         assert self._urls is not None
-        rest = TritonRest(self._urls.http, timeout=2.0)
+        rest = TritonRest(self._urls.need("http"), timeout=2.0)
 
         def check() -> Poll:
             self._check_running()
             return models_poll(rest, models)
 
-        wait_until(check, timeout=self.startup_timeout, interval=0.25, progress=self.progress, log_tail=self.log_tail)
-        if not rest.ready():
-            raise ServerStartError("tritonserver is up but /v2/health/ready is not 200", log_tail=self.log_tail())
+        try:
+            wait_until(
+                check, timeout=self.startup_timeout, interval=0.25, progress=self.progress, log_tail=self.log_tail
+            )
+            if not rest.ready():
+                raise ServerStartError("tritonserver is up but /v2/health/ready is not 200", log_tail=self.log_tail())
+        finally:
+            rest.close()
 
     def _drain_logs(self) -> None:
         """Let the log pump write what the daemon still has (a stream ends when its container ends)."""
@@ -460,9 +516,6 @@ class DockerLauncher:
         self._remove_container()
         if self._log is not None:
             self._log.freeze()
-        if self._owns_staging and self._staged is not None:
-            shutil.rmtree(self._staged.parent, ignore_errors=True)
-            self._staged = None
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
@@ -520,31 +573,6 @@ class DockerLauncher:
     def log_tail(self, lines: int = 50) -> str:
         """The last ``lines`` meaningful lines of the container log."""
         return "" if self._log is None else self._log.tail(lines)
-
-    # -- model control (until the seam's ModelControl) -------------------------------------------------
-
-    def _rest(self) -> TritonRest:
-        return TritonRest(self.urls.http)
-
-    def model_ready(self, name: str, version: str = "") -> bool:
-        """Whether ``GET /v2/models/NAME[/versions/V]/ready`` answers 200."""
-        return self._rest().model_ready(name, version)
-
-    def load_model(self, name: str) -> None:
-        """Load (or reload) a model; raises ModelLoadError with Triton's text."""
-        self._rest().load(name)
-
-    def unload_model(self, name: str, *, wait: bool = True, timeout: float = 30.0) -> None:
-        """Unload a model; with ``wait`` return once Triton has finished unloading it."""
-        rest = self._rest()
-        rest.unload(name)
-        if wait:
-            wait_models_unloaded(rest, [name], timeout=timeout, progress=self.progress, log_tail=self.log_tail)
-
-    def wait_ready(self, models: Sequence[str], timeout: float) -> None:
-        """Wait until the server and each of ``models`` are ready, at most ``timeout`` s."""
-        self.check_alive()
-        wait_models_ready(self._rest(), models, timeout=timeout, progress=self.progress, log_tail=self.log_tail)
 
 
 class _PortInUse(Exception):

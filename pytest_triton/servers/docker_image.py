@@ -3,15 +3,15 @@
 A container does not see the host's paths or its Python: a repository staged for a container must name
 the container's own folders. :func:`probe_image` runs the image's ``python3`` once (a throw-away
 container, no network) and reads its backends folder, Python version, site folders and onnxruntime.
-:func:`stage_for_image` stages the repository like the local launcher does (ONNX models through the
-python-backend adapter where the image has no onnxruntime backend) and then points the adapter at the
-image's onnxruntime, and checks that no host path is left in any staged ``config.pbtxt``.
+:func:`stage_for_image` stages the repository with real copies (a container cannot follow links to this
+machine's files), adapts ONNX models for the image where it has no onnxruntime backend (the adapter then
+imports the image's own onnxruntime: no host path is written), checks that the image's onnxruntime offers
+the providers the adapted configs ask for, and that no host path is left in any staged ``config.pbtxt``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import site
 import sys
 from dataclasses import dataclass
@@ -107,10 +107,10 @@ def _host_paths(facts: ImageFacts) -> list[str]:
     return sorted({p for p in ours if p and p != "/" and not any(t.startswith(p) for t in theirs)})
 
 
-def retarget_adapter(staged: Path, models: list[str], facts: ImageFacts) -> None:
-    """Point the adapted models' ONNX Runtime at the image's (the local staging wrote this host's paths)."""
+def check_adapted_providers(staged: Path, models: list[str], facts: ImageFacts) -> None:
+    """Every adapted model's ONNX Runtime providers exist in the image's onnxruntime (a load error later
+    otherwise, far from the cause)."""
     from pytest_triton.config import read_config
-    from pytest_triton.config import write_config
 
     if facts.onnxruntime_dir is None:
         raise ServerStartError(
@@ -119,14 +119,9 @@ def retarget_adapter(staged: Path, models: list[str], facts: ImageFacts) -> None
             f"import onnxruntime ({facts.onnxruntime_error}); use an image with the onnxruntime backend or "
             "install onnxruntime in it"
         )
-    search = [os.path.dirname(facts.onnxruntime_dir), *facts.site_dirs]
     for name in models:
-        path = staged / name / "config.pbtxt"
-        config = read_config(path).message
-        params = config.parameters
-        params["pytest_triton_sys_path"].string_value = json.dumps(list(dict.fromkeys(search)))
-        params["pytest_triton_onnxruntime_dir"].string_value = facts.onnxruntime_dir
-        providers = json.loads(params["pytest_triton_providers"].string_value or "[]")
+        config = read_config(staged / name / "config.pbtxt").message
+        providers = json.loads(config.parameters["pytest_triton_providers"].string_value or "[]")
         wanted = [p if isinstance(p, str) else p[0] for p in providers]
         missing = [p for p in wanted if p not in facts.providers]
         if missing:
@@ -135,7 +130,6 @@ def retarget_adapter(staged: Path, models: list[str], facts: ImageFacts) -> None
                 f"does not offer (it has: {', '.join(facts.providers) or 'none'}); use an image with "
                 "onnxruntime-gpu, or run without --gpu"
             )
-        write_config(config, path)
 
 
 def host_paths_in(staged: Path, facts: ImageFacts) -> list[str]:
@@ -151,11 +145,15 @@ def host_paths_in(staged: Path, facts: ImageFacts) -> list[str]:
 def stage_for_image(source: Path, dest: Path, facts: ImageFacts, *, gpu: bool) -> list[Any]:
     """Stage ``source`` into ``dest`` for a container of the image ``facts`` describe; returns the adapted
     models (:class:`~pytest_triton.repository.onnx_adapter.AdaptedModel`)."""
-    from pytest_triton.repository.onnx_adapter import stage_repository
+    from pytest_triton.repository.layout import stage_copy
+    from pytest_triton.repository.onnx_adapter import AdapterTarget
+    from pytest_triton.repository.onnx_adapter import adapt_repository
 
-    adapted = stage_repository(source, dest, backends=facts.backends, has_gpu=gpu)
+    stage_copy(source, dest, link_large_files=False)
+    # no python paths: the image's python stub finds the image's onnxruntime on its own sys.path
+    adapted = adapt_repository(dest, AdapterTarget(facts.backends, gpu))
     if adapted:
-        retarget_adapter(dest, [model.name for model in adapted], facts)
+        check_adapted_providers(dest, [model.name for model in adapted], facts)
     leftovers = host_paths_in(dest, facts)
     if leftovers:
         raise ServerStartError(

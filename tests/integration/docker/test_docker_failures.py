@@ -52,7 +52,7 @@ def test_container_killed_after_start_is_named_with_its_end(
             launcher.check_alive()
         assert "Started HTTPService" in str(info.value)  # with its log tail
         with pytest.raises(ServerError, match="no longer running"):
-            launcher.wait_ready(["add"], timeout=5)
+            launcher.control.wait_ready(["add"], timeout=5)
     assert launcher.exit_status() is None  # stopped by us now
 
 

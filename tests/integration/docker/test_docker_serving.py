@@ -38,8 +38,8 @@ def test_serves_on_loopback_with_the_image_backends(server: DockerLauncher) -> N
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+", server.urls.http)
     assert re.fullmatch(r"127\.0\.0\.1:\d+", server.urls.grpc)
     assert server.backends == frozenset({"python"})  # read from the image, not from this machine
-    assert server.model_ready("add")
-    assert server.model_ready("echo")
+    assert server.control.ready("add")
+    assert server.control.ready("echo")
     assert server.exit_status() is None
     server.check_alive()
 
@@ -86,28 +86,35 @@ def test_logs_are_read_from_the_container(server: DockerLauncher) -> None:
     assert "Started Metrics Service" in server.log_tail(10)
 
 
-def test_unload_and_load_through_the_launcher(server: DockerLauncher) -> None:
-    server.unload_model("echo")
-    assert not server.model_ready("echo")
-    server.load_model("echo")
-    assert server.model_ready("echo")
+def test_unload_and_load_through_model_control(server: DockerLauncher) -> None:
+    server.control.unload("echo")
+    assert not server.control.ready("echo")
+    server.control.load("echo")
+    assert server.control.ready("echo")
+
+
+def test_prepared_says_where_the_container_sees_the_repository(server: DockerLauncher) -> None:
+    assert server.prepared is not None
+    assert server.prepared.location == "/models"
+    assert server.prepared.models == ("add", "echo")
+    assert any("read-only at /models" in note for note in server.prepared.notes)
 
 
 def test_onnx_model_is_served_through_the_adapter_with_container_paths(standin_image: str) -> None:
     with DockerLauncher(SCENARIO / "onnx", image=standin_image, pull="never", startup_timeout=180) as launcher:
-        assert [m.name for m in launcher.adapted] == ["mdeberta"]
-        assert launcher._staged is not None
-        config = (launcher._staged / "mdeberta" / "config.pbtxt").read_text()
-        assert "/usr/local/lib/python3.11/dist-packages/onnxruntime" in config  # the image's onnxruntime
-        assert str(Path(np.__file__).parents[1]) not in config  # not this machine's site-packages
+        assert launcher.prepared is not None
+        assert [m.name for m in launcher.prepared.adapted] == ["mdeberta"]
+        config = (launcher.prepared.folder / "mdeberta" / "config.pbtxt").read_text()
+        assert 'backend: "python"' in config
+        assert "pytest_triton_sys_path" not in config  # the image's stub finds the image's onnxruntime itself
+        assert str(Path(np.__file__).parents[1]) not in config  # no path of this machine's environment
         from pytest_triton.client.nli import NliClient
         from pytest_triton.client.nli import NliTokenizer
         from pytest_triton.client.reference import OnnxReference
-        from pytest_triton.client.transports import TritonHttpTransport
 
         tokenizer = NliTokenizer(ASSETS / "tokenizer.json")
         pairs = [("The cat sleeps on the sofa.", "An animal is resting."), ("It rains.", "The sun is out.")]
-        served = NliClient(TritonHttpTransport(launcher.urls.http), tokenizer).logits(pairs)
+        served = NliClient(launcher.transport("http"), tokenizer).logits(pairs)
         reference = NliClient(OnnxReference(ASSETS / "model.onnx"), tokenizer).logits(pairs)
         np.testing.assert_allclose(served, reference, atol=1e-4)
 
