@@ -35,8 +35,8 @@ def server(standin_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 
 def test_serves_on_loopback_with_the_image_backends(server: DockerLauncher) -> None:
-    assert re.fullmatch(r"http://127\.0\.0\.1:\d+", server.urls.http)
-    assert re.fullmatch(r"127\.0\.0\.1:\d+", server.urls.grpc)
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+", server.urls.need("http"))
+    assert re.fullmatch(r"127\.0\.0\.1:\d+", server.urls.need("grpc"))
     assert server.backends == frozenset({"python"})  # read from the image, not from this machine
     assert server.control.ready("add")
     assert server.control.ready("echo")
@@ -65,13 +65,13 @@ def test_http_and_grpc_inference(server: DockerLauncher) -> None:
 
     a = np.array([1.0, 2.0, 3.5], dtype=np.float32)
     b = np.array([10.0, 20.0, -3.5], dtype=np.float32)
-    http = httpclient.InferenceServerClient(server.urls.http.removeprefix("http://"))
+    http = httpclient.InferenceServerClient(server.urls.need("http").removeprefix("http://"))
     inputs = [httpclient.InferInput("A", [3], "FP32"), httpclient.InferInput("B", [3], "FP32")]
     inputs[0].set_data_from_numpy(a)
     inputs[1].set_data_from_numpy(b)
     np.testing.assert_array_equal(http.infer("add", inputs).as_numpy("C"), a + b)
     http.close()
-    grpc = grpcclient.InferenceServerClient(server.urls.grpc)
+    grpc = grpcclient.InferenceServerClient(server.urls.need("grpc"))
     batch = np.arange(6, dtype=np.int64).reshape(2, 3)
     echo_input = grpcclient.InferInput("INPUT", [2, 3], "INT64")
     echo_input.set_data_from_numpy(batch)
