@@ -27,6 +27,7 @@ DEFAULT_LAUNCHER = "local"
 _BUILTIN: dict[str, str] = {
     "local": "pytest_triton.servers.local:LocalLauncher",
     "url": "pytest_triton.servers.url:UrlLauncher",
+    "docker": "pytest_triton.servers.docker:DockerLauncher",
 }
 _registered: dict[str, type[Any]] = {}
 
