@@ -49,18 +49,25 @@ from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.base import ServerUrls
 from pytest_triton.servers.control import ModelControl
+from pytest_triton.servers.docker_engine import CONTAINER_PORTS
 from pytest_triton.servers.docker_engine import connect
+from pytest_triton.servers.docker_engine import default_ulimits
+from pytest_triton.servers.docker_engine import device_requests
 from pytest_triton.servers.docker_engine import ensure_image
+from pytest_triton.servers.docker_engine import exit_reason
+from pytest_triton.servers.docker_engine import exit_words
+from pytest_triton.servers.docker_engine import parse_ulimits
+from pytest_triton.servers.docker_engine import pump_logs
 from pytest_triton.servers.docker_engine import start_failure
+from pytest_triton.servers.docker_engine import tritonserver_command
 from pytest_triton.servers.docker_image import CONTAINER_REPOSITORY
 from pytest_triton.servers.docker_image import ImageFacts
 from pytest_triton.servers.docker_image import probe_image
 from pytest_triton.servers.docker_image import stage_for_image
 from pytest_triton.servers.docker_owners import owner_labels
-from pytest_triton.servers.docker_owners import sweep_dead_owners
+from pytest_triton.servers.docker_owners import sweep_once
 from pytest_triton.servers.docker_reaper import Reaper
 from pytest_triton.servers.logs import LogFile
-from pytest_triton.servers.logs import last_error
 from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.ports import PortReservation
 from pytest_triton.servers.ports import reserve_ports
@@ -80,72 +87,6 @@ DEFAULT_IMAGE = "nvcr.io/nvidia/tritonserver:26.05-py3"
 DEFAULT_SHM_SIZE = "1g"
 # a first TensorRT start builds engines for minutes; a first pull of an NGC image (~10 GB) is not counted
 DEFAULT_STARTUP_TIMEOUT = 600.0
-CONTAINER_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002, "sagemaker": 8080}
-# as Triton's python backend quick start runs it; -1 is unlimited
-DEFAULT_ULIMITS: Mapping[str, int] = {"memlock": -1, "stack": 67108864}
-ULIMITS_ENV = "PYTEST_TRITON_DOCKER_ULIMITS"
-
-
-def parse_ulimits(text: str) -> dict[str, int]:
-    """``"memlock=-1,stack=67108864"`` as a dict; raises ConfigError naming the bad part."""
-    out: dict[str, int] = {}
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
-        name, sep, value = part.partition("=")
-        try:
-            if not sep or not name.strip():
-                raise ValueError(part)
-            out[name.strip()] = int(value)
-        except ValueError:
-            raise ConfigError(
-                f"ulimit {part!r} is not NAME=INTEGER (e.g. memlock=-1 or stack=67108864; -1 is unlimited)"
-            ) from None
-    return out
-
-
-def default_ulimits() -> dict[str, int]:
-    """The container's ulimits: :data:`DEFAULT_ULIMITS` updated by ``$PYTEST_TRITON_DOCKER_ULIMITS``."""
-    return {**DEFAULT_ULIMITS, **parse_ulimits(os.environ.get(ULIMITS_ENV, ""))}
-
-
-_swept = False
-_sweep_lock = threading.Lock()
-
-
-def _sweep_once(client: Any, progress: ProgressCallback | None) -> None:
-    """Remove containers of dead owners, once per process."""
-    global _swept
-    with _sweep_lock:
-        if _swept:
-            return
-        _swept = True
-    removed = sweep_dead_owners(client)
-    if removed and progress is not None:
-        progress(f"removed {len(removed)} container(s) left by dead pytest-triton processes: {', '.join(removed)}")
-
-
-def device_requests(gpus: bool | str | Sequence[str]) -> list[Any]:
-    """docker-py device requests: none, every GPU (``True``/``"all"``) or the GPUs with these ids/indexes."""
-    from docker.types import DeviceRequest
-
-    if gpus is False or gpus == "" or gpus == ():
-        return []
-    if gpus is True or gpus == "all":
-        return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
-    ids = [g.strip() for g in gpus.split(",")] if isinstance(gpus, str) else [str(g) for g in gpus]
-    return [DeviceRequest(device_ids=[g for g in ids if g], capabilities=[["gpu"]])]
-
-
-def _exit_words(code: int, oom: bool) -> str:
-    if oom:
-        return f"was killed for lack of memory (OOM, exit code {code})"
-    if code > 128:
-        import signal
-
-        with contextlib.suppress(ValueError):
-            return f"was killed by {signal.Signals(code - 128).name} (exit code {code})"
-    return f"exited with code {code}"
 
 
 @final
@@ -330,29 +271,6 @@ class DockerLauncher:
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
-    def _build_command(self, models: list[str], ports: tuple[int, ...]) -> list[str]:
-        cmd = [
-            "tritonserver",
-            f"--model-repository={CONTAINER_REPOSITORY}",
-            "--model-control-mode=explicit",
-            *(f"--load-model={name}" for name in models),
-            "--exit-on-error=false",
-            "--strict-readiness=true",
-            f"--exit-timeout-secs={self.exit_timeout}",
-        ]
-        if self.network == "host":
-            cmd += [
-                f"--http-address={LOCALHOST}",
-                f"--http-port={ports[0]}",
-                f"--grpc-address={LOCALHOST}",
-                f"--grpc-port={ports[1]}",
-                f"--metrics-address={LOCALHOST}",
-                f"--metrics-port={ports[2]}",
-            ]
-        if self.sagemaker:
-            cmd += ["--allow-sagemaker=true", f"--sagemaker-port={ports[3] if self.network == 'host' else 8080}"]
-        return cmd + self.extra_args
-
     def start(self) -> Self:
         """Pull the image if needed, stage the repository, start the container and wait (at most
         ``startup_timeout`` s) until Triton and every model are ready."""
@@ -360,7 +278,7 @@ class DockerLauncher:
             raise ServerError("DockerLauncher.start() called twice; create a new launcher to start again")
         try:
             client = self._docker()
-            _sweep_once(client, self.progress)
+            sweep_once(client, self.progress)
             prepared = self._prepared or self.prepare(self.repository)
             models = list(prepared.models)
             for attempt in range(self.port_retries + 1):
@@ -390,7 +308,9 @@ class DockerLauncher:
         self._ports = reserve_ports(4 if self.sagemaker else 3)
         ports = self._ports.ports
         self._urls = ServerUrls.local(ports[0], ports[1], ports[2], ports[3] if self.sagemaker else None)
-        self.command = self._build_command(models, ports)
+        self.command = tritonserver_command(
+            models, ports, host_network=self.network == "host", sagemaker=self.sagemaker, exit_timeout=self.exit_timeout
+        ) + list(self.extra_args)
         container = DockerContainer(self.image).with_command(self.command)
         name = f"pytest-triton-{os.getpid()}-{secrets.token_hex(4)}"
         container.with_name(name)
@@ -424,7 +344,7 @@ class DockerLauncher:
         assert self.container_id is not None
         self._log = LogFile(self._work() / f"tritonserver-{attempt}.log")
         self._log_thread = threading.Thread(
-            target=_pump_logs,
+            target=pump_logs,
             args=(container._container, self._log.path),
             name="pytest-triton-docker-logs",
             daemon=True,
@@ -455,16 +375,9 @@ class DockerLauncher:
         lines = self._log.lines() if self._log is not None else []
         if any("already in use" in line and "failed to start" in line for line in lines):
             raise _PortInUse()
-        tail = self.log_tail()
-        usage = next((i for i, line in enumerate(lines) if line.startswith("Usage: tritonserver")), None)
-        if usage is not None:  # it rejected its command line: what it said comes before its long usage text
-            before = [line for line in lines[:usage] if line.strip()]
-            error = before[-1] if before else "it printed its usage: an argument was rejected"
-            tail = "\n".join(before[-50:])
-        else:
-            error = last_error(lines) or "no error line in its log"
+        error, tail = exit_reason(lines, self.log_tail())
         raise ServerStartError(
-            f"the tritonserver container of {self.image!r} {_exit_words(code, oom)} before it was ready: {error}",
+            f"the tritonserver container of {self.image!r} {exit_words(code, oom)} before it was ready: {error}",
             exit_code=code,
             log_tail=tail,
         )
@@ -553,7 +466,7 @@ class DockerLauncher:
             if status not in ("exited", "dead", "removed"):
                 return None
             self._final_state = (code, oom)
-        return _exit_words(*self._final_state)
+        return exit_words(*self._final_state)
 
     def check_alive(self) -> None:
         """Raise ServerError naming how the container ended, with its log tail, if it no longer runs."""
@@ -577,13 +490,3 @@ class DockerLauncher:
 
 class _PortInUse(Exception):
     """Triton could not bind one of its ports (host network): retry with new ones."""
-
-
-def _pump_logs(container: Any, path: Path) -> None:
-    """Copy the container's log stream (stdout and stderr) into ``path`` until the container ends."""
-    from docker.errors import DockerException
-
-    with path.open("ab") as out, contextlib.suppress(DockerException, OSError, ValueError):
-        for chunk in container.logs(stream=True, follow=True, stdout=True, stderr=True):
-            out.write(chunk)
-            out.flush()

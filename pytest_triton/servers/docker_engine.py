@@ -11,19 +11,26 @@ docker-py is imported inside the functions, so this module imports without the `
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
 import time
 from collections.abc import Iterable
 from collections.abc import Mapping
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from pytest_triton.errors import ConfigError
 from pytest_triton.errors import MissingDependency
 from pytest_triton.errors import ServerStartError
+from pytest_triton.servers.docker_image import CONTAINER_REPOSITORY
 from pytest_triton.servers.wait import ProgressCallback
 
 DOCKER_EXTRA = "docker"
+# Triton's own ports, published on 127.0.0.1 when the container is on a bridge network
+CONTAINER_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002, "sagemaker": 8080}
 
 # what moby and the registries say (checked against moby 20.10-27 and docker-py 7 error texts)
 _NOT_FOUND = re.compile(
@@ -256,3 +263,104 @@ def start_failure(image: str, detail: str, *, gpu: bool, ulimits: Mapping[str, i
         return ServerStartError(f"image {image!r} is not on the Docker host ({_short(detail)}): pull or load it")
     hint = "; the GPU request may be the cause: try without --gpu" if gpu else ""
     return ServerStartError(f"the Docker daemon could not start a container of {image!r}: {_short(detail)}{hint}")
+
+
+# as Triton's python backend quick start runs it; -1 is unlimited
+DEFAULT_ULIMITS: Mapping[str, int] = {"memlock": -1, "stack": 67108864}
+ULIMITS_ENV = "PYTEST_TRITON_DOCKER_ULIMITS"
+
+
+def parse_ulimits(text: str) -> dict[str, int]:
+    """``"memlock=-1,stack=67108864"`` as a dict; raises ConfigError naming the bad part."""
+    out: dict[str, int] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        name, sep, value = part.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError(part)
+            out[name.strip()] = int(value)
+        except ValueError:
+            raise ConfigError(
+                f"ulimit {part!r} is not NAME=INTEGER (e.g. memlock=-1 or stack=67108864; -1 is unlimited)"
+            ) from None
+    return out
+
+
+def default_ulimits() -> dict[str, int]:
+    """The container's ulimits: :data:`DEFAULT_ULIMITS` updated by ``$PYTEST_TRITON_DOCKER_ULIMITS``."""
+    return {**DEFAULT_ULIMITS, **parse_ulimits(os.environ.get(ULIMITS_ENV, ""))}
+
+
+def device_requests(gpus: bool | str | Sequence[str]) -> list[Any]:
+    """docker-py device requests: none, every GPU (``True``/``"all"``) or the GPUs with these ids/indexes."""
+    from docker.types import DeviceRequest
+
+    if gpus is False or gpus == "" or gpus == ():
+        return []
+    if gpus is True or gpus == "all":
+        return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+    ids = [g.strip() for g in gpus.split(",")] if isinstance(gpus, str) else [str(g) for g in gpus]
+    return [DeviceRequest(device_ids=[g for g in ids if g], capabilities=[["gpu"]])]
+
+
+def exit_words(code: int, oom: bool) -> str:
+    if oom:
+        return f"was killed for lack of memory (OOM, exit code {code})"
+    if code > 128:
+        import signal
+
+        with contextlib.suppress(ValueError):
+            return f"was killed by {signal.Signals(code - 128).name} (exit code {code})"
+    return f"exited with code {code}"
+
+
+def pump_logs(container: Any, path: Path) -> None:
+    """Copy the container's log stream (stdout and stderr) into ``path`` until the container ends."""
+    from docker.errors import DockerException
+
+    with path.open("ab") as out, contextlib.suppress(DockerException, OSError, ValueError):
+        for chunk in container.logs(stream=True, follow=True, stdout=True, stderr=True):
+            out.write(chunk)
+            out.flush()
+
+
+def tritonserver_command(
+    models: Sequence[str], ports: Sequence[int], *, host_network: bool, sagemaker: bool, exit_timeout: int
+) -> list[str]:
+    """The command run in the container (the image's entry point runs it, as NGC's does).
+
+    With host networking the server binds 127.0.0.1 on ``ports`` (http, grpc, metrics[, sagemaker]); on a
+    bridge it keeps Triton's own ports, which are published on 127.0.0.1.
+    """
+    cmd = [
+        "tritonserver",
+        f"--model-repository={CONTAINER_REPOSITORY}",
+        "--model-control-mode=explicit",
+        *(f"--load-model={name}" for name in models),
+        "--exit-on-error=false",
+        "--strict-readiness=true",
+        f"--exit-timeout-secs={exit_timeout}",
+    ]
+    if host_network:
+        for flag, port in zip(("http", "grpc", "metrics"), ports):
+            cmd += [f"--{flag}-address=127.0.0.1", f"--{flag}-port={port}"]
+    if sagemaker:
+        cmd += [
+            "--allow-sagemaker=true",
+            f"--sagemaker-port={ports[3] if host_network else CONTAINER_PORTS['sagemaker']}",
+        ]
+    return cmd
+
+
+def exit_reason(lines: list[str], tail: str) -> tuple[str, str]:
+    """(the error, the log lines to show) of a server that ended before it was ready. A rejected command line
+    is followed by tritonserver's long usage text: what it said comes before that, so that is shown."""
+    from pytest_triton.servers.logs import last_error
+
+    usage = next((i for i, line in enumerate(lines) if line.startswith("Usage: tritonserver")), None)
+    if usage is None:
+        return last_error(lines) or "no error line in its log", tail
+    before = [line for line in lines[:usage] if line.strip()]
+    return (before[-1] if before else "it printed its usage: an argument was rejected"), "\n".join(before[-50:])

@@ -19,7 +19,9 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import threading
 import uuid
+from collections.abc import Callable
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -117,6 +119,22 @@ def sweep_dead_owners(client: Any) -> list[str]:
         for container_id, name, labels in _listed(client, OWNER_PID)
         if not owner_alive(labels) and _remove(client, container_id)
     ]
+
+
+_swept = False
+_sweep_lock = threading.Lock()
+
+
+def sweep_once(client: Any, progress: Callable[[str], None] | None) -> None:
+    """:func:`sweep_dead_owners`, once per process (the first docker launcher that starts runs it)."""
+    global _swept
+    with _sweep_lock:
+        if _swept:
+            return
+        _swept = True
+    removed = sweep_dead_owners(client)
+    if removed and progress is not None:
+        progress(f"removed {len(removed)} container(s) left by dead pytest-triton processes: {', '.join(removed)}")
 
 
 def remove_run(client: Any, run: str) -> list[str]:

@@ -12,9 +12,9 @@ import pytest
 from pytest_triton.errors import ConfigError
 from pytest_triton.servers import docker_owners
 from pytest_triton.servers.docker import DockerLauncher
-from pytest_triton.servers.docker import default_ulimits
-from pytest_triton.servers.docker import parse_ulimits
 from pytest_triton.servers.docker_engine import PullProgress
+from pytest_triton.servers.docker_engine import default_ulimits
+from pytest_triton.servers.docker_engine import parse_ulimits
 from pytest_triton.servers.docker_engine import pull_failure
 from pytest_triton.servers.docker_engine import registry_of
 from pytest_triton.servers.docker_engine import split_reference
@@ -109,7 +109,7 @@ def test_options_are_checked_before_anything_starts(tmp_path: pytest.TempPathFac
 
 def test_device_requests() -> None:
     pytest.importorskip("docker", reason="device requests are docker-py types")
-    from pytest_triton.servers.docker import device_requests
+    from pytest_triton.servers.docker_engine import device_requests
 
     assert device_requests(False) == []
     every = device_requests(True)[0]
