@@ -10,6 +10,7 @@ needs nothing pulled, unlike testcontainers' Ryuk, so it works on air-gapped run
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
@@ -37,6 +38,20 @@ class Reaper:
             close_fds=True,
         )
         self._pid = os.getpid()
+        atexit.register(self.close)
+
+    def close(self, timeout: float = 30.0) -> None:
+        """End the pipe (the reaper removes what is still watched, then exits) and wait for it.
+
+        Runs at interpreter exit; a SIGKILLed owner never gets here, and its reaper sees the pipe end anyway.
+        """
+        if self._pid != os.getpid():
+            return  # a forked child: the pipe is its parent's
+        with contextlib.suppress(OSError, ValueError):
+            if self._proc.stdin is not None:
+                self._proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout=timeout)
 
     @classmethod
     def get(cls) -> Reaper:
