@@ -144,9 +144,10 @@ smoke='tritonserver --help 2>&1 | grep -q "^Usage: tritonserver" || { echo "trit
 docker run --rm --network none --entrypoint /bin/sh "$tag" -c "$smoke" >&2 \
   || { docker image rm "$tag" >/dev/null 2>&1; die "the built image failed its smoke check (output above); removed it"; }
 
-# keep one stand-in: drop images built from older inputs
-docker image ls --filter "label=$label" --format '{{.Repository}}:{{.Tag}}' | while read -r old; do
-  [ "$old" = "$tag" ] || docker image rm "$old" >/dev/null 2>&1 || true
+# keep one stand-in: drop images built from older inputs (and the untagged one a --rebuild replaced)
+current=$(docker image inspect "$tag" --format '{{.Id}}')
+docker image ls --no-trunc --filter "label=$label" --format '{{.ID}}' | sort -u | while read -r old; do
+  [ "$old" = "$current" ] || docker image rm -f "$old" >/dev/null 2>&1 || true
 done
 
 say "built $tag in $((SECONDS - started))s ($(docker image inspect "$tag" --format '{{.Size}}' | awk '{printf "%.0f MB", $1/1e6}'))"
