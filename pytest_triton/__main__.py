@@ -1,4 +1,4 @@
-"""Command line: ``python -m pytest_triton lint PATH... | serve REPO``."""
+"""Command line: ``python -m pytest_triton lint PATH... | rules | serve REPO``."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from collections.abc import Sequence
 def _lint_main(args: argparse.Namespace) -> int:
     from pytest_triton.lint import has_errors
     from pytest_triton.lint import lint_paths
+    from pytest_triton.lint.limits import LintLimits
 
-    findings = lint_paths(args.paths, sagemaker_default_model=args.sagemaker_default_model)
+    limits = LintLimits(**{name: getattr(args, name) for name in LintLimits.names()})
+    findings = lint_paths(args.paths, sagemaker_default_model=args.sagemaker_default_model, limits=limits)
     if args.format == "json":
         print(json.dumps([f.as_dict() for f in findings], indent=2))
     else:
@@ -40,8 +42,32 @@ def _rules_main(args: argparse.Namespace) -> int:
     return 0
 
 
+DESCRIPTION = (
+    "pytest-triton's command line: lint model repositories, list the lint rules, or serve a repository on Triton."
+)
+LIMIT_HELP = {
+    "max_config_bytes": "Largest config.pbtxt parsed, in bytes (K/M/G suffixes allowed; default %(default)s)",
+    "max_literal_bytes": "Longest string or value in a config.pbtxt (default %(default)s)",
+    "max_archive_members": "Most members read from a model.tar.gz (default %(default)s)",
+    "max_archive_bytes": "Most uncompressed bytes read from a model.tar.gz (default %(default)s)",
+    "max_member_bytes": "Largest model.tar.gz member written out to be checked (default %(default)s)",
+}
+
+
+def _size(text: str) -> int:
+    from pytest_triton.errors import ConfigError
+    from pytest_triton.lint.limits import parse_size
+
+    try:
+        return parse_size(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m pytest_triton", description=__doc__)
+    from pytest_triton.lint.limits import LintLimits
+
+    parser = argparse.ArgumentParser(prog="python -m pytest_triton", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True)
     lint = commands.add_parser("lint", help="Lint model repositories, model folders or model.tar.gz files")
     lint.add_argument("paths", nargs="+", metavar="PATH")
@@ -51,6 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="Check that SAGEMAKER_TRITON_DEFAULT_MODEL_NAME=NAME names a model folder",
     )
+    defaults = LintLimits()
+    group = lint.add_argument_group("limits (a target over one gets a finding that names it)")
+    for name in LintLimits.names():
+        flag = "--" + name.replace("_", "-")
+        group.add_argument(
+            flag, dest=name, type=_size, default=getattr(defaults, name), metavar="N", help=LIMIT_HELP[name]
+        )
     rules = commands.add_parser("rules", help="List every lint rule id with its severity and title")
     rules.add_argument("--format", choices=("text", "markdown"), default="text", help="Output format")
     commands.add_parser("serve", help="Serve a repository on Triton; prints one JSON line once ready", add_help=False)

@@ -5,15 +5,21 @@ whole family at once::
 
     PytestTritonError
      ├── ConfigError (ValueError)          a config.pbtxt or option value is wrong
-     │    └── ConfigSyntaxError            protobuf could not read the text
+     │    ├── ConfigSyntaxError            protobuf could not read the text
+     │    ├── ConfigLimitExceeded          a config (or a literal in it) beyond the linter's limits
+     │    └── OnnxReadError                an ONNX file that cannot be read as a model
      ├── LintFailed                        a repository has lint errors
+     ├── ContractFailure (AssertionError)  a declared contract does not hold (variant, output, worst element)
+     ├── VariantUnavailable                a declared variant cannot run here (the item is skipped)
      ├── MissingDependency (ImportError)   an optional extra is not installed
      ├── ServerError
      │    ├── ServerStartError             the server exited or never got ready
      │    ├── ModelLoadError               a model failed to load (Triton's text)
-     │    └── ServerTimeout (TimeoutError) readiness not reached in time
+     │    ├── ServerTimeout (TimeoutError) readiness not reached in time
+     │    └── DeploymentError              a SageMaker endpoint could not be deployed or removed
      ├── InferenceError                    a request failed (keeps request/response)
-     │    └── InferenceTimeout (TimeoutError) no reply in time
+     │    ├── InferenceTimeout (TimeoutError) no reply in time
+     │    └── EndpointModelError           a SageMaker container answered an error (ModelError, 424)
      └── PlacementError (AssertionError)   ONNX Runtime left nodes off the wanted provider
 """
 
@@ -43,12 +49,36 @@ class ConfigSyntaxError(ConfigError):
     """protobuf's text_format parser rejected the text; keeps its line and column."""
 
 
+class ConfigLimitExceeded(ConfigError):
+    """A config.pbtxt, or a token in it, is larger than the linter's limits (``max_config_bytes``...)."""
+
+
+class OnnxReadError(ConfigError):
+    """An ONNX file that cannot be read as a model (missing, a Git LFS pointer, not ONNX, truncated)."""
+
+    def __init__(self, reason: str, *, path: str | None = None) -> None:
+        super().__init__(reason, path=path)
+
+
 class LintFailed(PytestTritonError):
     """Linting found errors; ``findings`` holds every finding, not only the first."""
 
     def __init__(self, message: str, findings: list[Any]) -> None:
         super().__init__(message)
         self.findings = findings
+
+
+class ContractFailure(PytestTritonError, AssertionError):
+    """A contract item failed; the message is the whole report (variant, output, worst element)."""
+
+
+class VariantUnavailable(PytestTritonError):
+    """A variant cannot run on this machine or in this session; ``reason`` says why."""
+
+    def __init__(self, variant: str, reason: str) -> None:
+        super().__init__(f"variant {variant!r}: {reason}")
+        self.variant = variant
+        self.reason = reason
 
 
 class MissingDependency(PytestTritonError, ImportError):
@@ -98,6 +128,26 @@ class ServerTimeout(ServerError, TimeoutError):
     """The server (or a model) did not become ready within the allowed time."""
 
 
+class DeploymentError(ServerError):
+    """A SageMaker endpoint did not reach InService, or its resources could not all be removed.
+
+    ``failure_reason`` is SageMaker's FailureReason; the log tail is CloudWatch's
+    ``/aws/sagemaker/Endpoints/NAME``; ``left`` lists resources still there, as aws CLI commands that delete them.
+    """
+
+    def __init__(
+        self, message: str, *, failure_reason: str = "", log_tail: str = "", left: tuple[str, ...] = ()
+    ) -> None:
+        self.failure_reason = failure_reason
+        self.left = left
+        text = message
+        if failure_reason:
+            text += f"\nFailureReason: {failure_reason}"
+        if left:
+            text += "\nstill there; delete by hand with:\n  " + "\n  ".join(left)
+        super().__init__(text, log_tail=log_tail)
+
+
 class InferenceError(PytestTritonError):
     """An inference request failed; keeps what was sent and what came back."""
 
@@ -117,3 +167,28 @@ class PlacementError(PytestTritonError, AssertionError):
     def __init__(self, message: str, *, report: Any = None) -> None:
         self.report = report
         super().__init__(message)
+
+
+class EndpointModelError(InferenceError):
+    """InvokeEndpoint answered ModelError (HTTP 424): the container itself returned an error.
+
+    Keeps SageMaker's ``OriginalStatusCode``, ``OriginalMessage`` (the container's body) and ``LogStreamArn``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        original_status: int | None,
+        original_message: str,
+        log_stream_arn: str = "",
+        request: Any = None,
+        response: Any = None,
+    ) -> None:
+        self.original_status = original_status
+        self.original_message = original_message
+        self.log_stream_arn = log_stream_arn
+        text = f"{message}\ncontainer answered {original_status}: {original_message}"
+        if log_stream_arn:
+            text += f"\ncontainer log stream: {log_stream_arn}"
+        super().__init__(text, request=request, response=response)

@@ -1,26 +1,33 @@
-"""Lint targets as pytest items: one item per model folder, one per repository-level check.
+"""Lint targets as pytest collectors: one collector per target, one item per model folder.
 
-These items need no server; they fail with every error finding of their model (warnings
-and infos are shown in the item's report section).
+The collectors hang under the session the way pytest's own file collectors do (added to the
+session's collect report before pytest walks it), so ``collected N items``, ``-k``/``-m``
+deselection and ``--co`` all count the same lint items. The items need no server; each fails
+with every error finding of its model (warnings and infos are shown in its report section), and
+a target that cannot be linted fails its own item, never the session.
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_triton.errors import LintFailed
+
 if TYPE_CHECKING:
     from pytest_triton.lint.finding import Finding
+    from pytest_triton.lint.limits import LintLimits
 
 
-class TritonLintFailure(Exception):
-    """Raised by a lint item; carries the findings that failed it."""
+class TritonLintFailure(LintFailed):
+    """Raised by a lint item; carries the findings that failed it (the errors.py LintFailed)."""
 
     def __init__(self, findings: list[Finding]) -> None:
-        super().__init__(f"{len(findings)} lint error(s)")
-        self.findings = findings
+        super().__init__(f"{len(findings)} lint error(s)", findings)
 
 
 class TritonLintItem(pytest.Item):
@@ -48,31 +55,81 @@ class TritonLintItem(pytest.Item):
         return self.path, None, f"triton-lint: {self.name}"
 
 
+class TritonLintTarget(pytest.Collector):
+    """One ``--triton-lint`` target: lints it once and yields an item per model folder."""
+
+    def __init__(self, *, target: Path, limits: LintLimits | None = None, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.target = target
+        self.limits = limits
+
+    def collect(self) -> Iterable[pytest.Item]:
+        from pytest_triton.lint.runner import lint_target
+
+        result = lint_target(self.target, limits=self.limits)
+        for key, group in result.groups.items():
+            if key == "" and not group:
+                continue  # nothing at the target's own level: no item for it
+            name = f"triton-lint[{key or self.target}]"
+            path = Path(key.split("!/")[0]) if key else self.target
+            yield TritonLintItem.from_parent(
+                self, name=name, path=path.resolve(), nodeid=f"{self.nodeid}::{name}", findings=group
+            )
+        if not result.groups:  # an empty target still shows up
+            name = f"triton-lint[{self.target}]"
+            yield TritonLintItem.from_parent(self, name=name, path=self.target.resolve(), findings=[])
+
+
 def lint_targets_from_config(config: pytest.Config) -> list[Path]:
     targets = [Path(p) for p in config.getoption("triton_lint")]
     targets += [Path(p) for p in config.getini("triton_lint_paths")]
     return targets
 
 
-def _group(target: Path, findings: list[Finding]) -> dict[str, list[Finding]]:
-    """Findings keyed by model folder ('' for repository-level and archive findings)."""
-    from pytest_triton.lint.runner import target_models
+def lint_limits_from_config(config: pytest.Config) -> LintLimits:
+    """``--triton-lint-limit NAME=N`` options over ini ``triton_lint_limits`` over the defaults."""
+    from pytest_triton.errors import ConfigError
+    from pytest_triton.lint.limits import LintLimits
 
-    groups: dict[str, list[Finding]] = {str(folder): [] for folder in target_models(target)}
-    for finding in findings:
-        key = next((folder for folder in groups if finding.path == folder or finding.path.startswith(folder + "/")), "")
-        groups.setdefault(key, []).append(finding)
-    return groups
+    values = [*_ini_lines(config, "triton_lint_limits"), *(_option(config, "triton_lint_limit") or [])]
+    try:
+        return LintLimits().with_values(values)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from exc
 
 
-def collect_lint_items(session: pytest.Session, targets: list[Path]) -> list[pytest.Item]:
-    from pytest_triton.lint import lint_path
+def _ini_lines(config: pytest.Config, name: str) -> list[str]:
+    try:
+        value = config.getini(name)
+    except ValueError:  # the option is not registered (an older plugin.py)
+        return []
+    return [str(line) for line in value] if isinstance(value, list) else str(value).split()
 
-    items: list[pytest.Item] = []
-    for target in targets:
-        findings = lint_path(target)
-        for key, group in sorted(_group(target, findings).items()):
-            name = f"triton-lint[{key or target}]"
-            path = Path(key) if key else target
-            items.append(TritonLintItem.from_parent(session, name=name, path=path.resolve(), findings=group))
-    return items
+
+def _option(config: pytest.Config, name: str) -> list[str] | None:
+    value: list[str] | None = config.getoption(name, default=None)
+    return value
+
+
+def lint_collectors(session: pytest.Session) -> list[pytest.Collector]:
+    targets = lint_targets_from_config(session.config)
+    if not targets:
+        return []
+    limits = lint_limits_from_config(session.config)
+    return [
+        TritonLintTarget.from_parent(
+            session, name=f"triton-lint[{target}]", nodeid=f"triton-lint[{target}]", target=target, limits=limits
+        )
+        for target in targets
+    ]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """Add the lint targets to the session's own collect report, before pytest walks it."""
+    report = yield
+    if isinstance(collector, pytest.Session) and report.passed:
+        report.result.extend(lint_collectors(collector))
+    return report

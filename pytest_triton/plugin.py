@@ -16,8 +16,7 @@ import pytest
 
 from pytest_triton.contract_items import collect_contract_items
 from pytest_triton.contract_items import load_contracts
-from pytest_triton.lint_items import collect_lint_items
-from pytest_triton.lint_items import lint_targets_from_config
+from pytest_triton.lint_items import pytest_make_collect_report  # noqa: F401  (a hook: lint collectors)
 
 if TYPE_CHECKING:
     from pytest_triton.bench.session import TritonBench
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
 MARKERS = {
     "gpu": "Test needs a GPU; runs only with --gpu",
     "docker": "Test needs a Docker engine and the docker launcher (--triton-launcher docker)",
-    "cloud": "Test needs AWS SageMaker and a sagemaker launcher (none ships in this version: skipped)",
+    "cloud": "Test needs a SageMaker endpoint; runs only with --cloud (the sagemaker launcher)",
     "triton_lint": "Lint item of a model folder (select them with -m triton_lint)",
     "triton_contract": "Item of a contracts file (select them with -m triton_contract)",
 }
@@ -96,6 +95,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Lint this repository, model folder or model.tar.gz as test items (repeatable)",
     )
     group.addoption(
+        "--triton-lint-limit",
+        metavar="NAME=N",
+        action="append",
+        default=[],
+        help="Raise or lower a lint limit, e.g. max_config_bytes=32M (repeatable; see python -m pytest_triton lint -h)",
+    )
+    group.addoption(
         "--triton-budgets",
         metavar="FILE",
         default=None,
@@ -123,6 +129,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="What an unstable latency measurement within budget does: warn (default) or fail; over budget fails",
     )
+    _add_cloud_options(parser)
     parser.addini("triton_budgets", "Latency budget file", default="model_repos/budgets.toml")
     parser.addini("triton_unstable", "Unstable latency measurement within budget: warn or fail", default="warn")
     parser.addini(
@@ -134,6 +141,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="3000",
     )
     parser.addini("triton_lint_paths", "Paths linted as test items (like --triton-lint)", type="paths", default=[])
+    parser.addini(
+        "triton_lint_limits", "Lint limits as NAME=N lines (like --triton-lint-limit)", type="linelist", default=[]
+    )
     parser.addini("triton_repository", "Model repository served by the triton_server fixture", default="")
     parser.addini("triton_launcher", "Default launcher (local, url or a registered one)", default="")
     parser.addini("triton_startup_timeout", "Seconds to wait for the server and its models", default="120")
@@ -142,6 +152,37 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "Seconds the docker launcher waits for its server and models (a first TensorRT start builds engines)",
         default="600",
     )
+
+
+def _add_cloud_options(parser: pytest.Parser) -> None:
+    cloud = parser.getgroup("triton-cloud", "SageMaker endpoints (pytest-triton --cloud)")
+    cloud.addoption(
+        "--cloud",
+        action="store_true",
+        default=False,
+        help="Deploy the repository to a SageMaker endpoint for the run and remove it after "
+        "(with --endpoint: test that endpoint, read-only)",
+    )
+    cloud.addoption("--endpoint", metavar="NAME", default=None, help="With --cloud: reuse this InService endpoint")
+    cloud.addoption("--s3-uri", metavar="URI", default=None, help="Where model.tar.gz goes (s3://BUCKET[/PREFIX])")
+    cloud.addoption("--instance-type", metavar="TYPE", default=None, help="Endpoint instance type (ml.g5.xlarge)")
+    cloud.addoption("--triton-version", metavar="X.Y", default=None, help="sagemaker-tritonserver version (26.05)")
+    cloud.addoption("--image", metavar="URI", default=None, help="Container image, instead of the region's table")
+    cloud.addoption("--sagemaker-role", metavar="ARN", default=None, help="Execution role of the endpoint's model")
+
+
+def _check_cloud_options(config: pytest.Config) -> None:
+    cloud_only = [
+        f"--{o.replace('_', '-')}" for o in ("endpoint", "s3_uri", "instance_type", "image") if config.getoption(o)
+    ]
+    if not config.getoption("cloud"):
+        if cloud_only:
+            raise pytest.UsageError(f"{', '.join(cloud_only)} only apply with --cloud; add --cloud")
+        return
+    chosen = config.getoption("triton_launcher")
+    if chosen and chosen != "sagemaker":
+        raise pytest.UsageError(f"--cloud uses the sagemaker launcher; drop --triton-launcher {chosen}")
+    config.option.triton_launcher = "sagemaker"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -158,6 +199,7 @@ def pytest_configure(config: pytest.Config) -> None:
             require_gpu()
         except PytestTritonError as exc:
             raise pytest.UsageError(str(exc)) from exc
+    _check_cloud_options(config)
     chosen = config.getoption("triton_launcher")
     if chosen:  # an unknown launcher fails before any test runs, listing the known ones
         from pytest_triton.errors import ConfigError
@@ -211,9 +253,6 @@ def _bench(config: pytest.Config) -> TritonBench:
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    targets = lint_targets_from_config(config)
-    if targets:
-        items[:0] = collect_lint_items(session, targets)
     items.extend(collect_contract_items(session))
     launcher = config.getoption("triton_launcher") or config.getini("triton_launcher") or "local"
     for item in items:
@@ -222,7 +261,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if item.get_closest_marker("docker") and launcher != "docker":
             item.add_marker(pytest.mark.skip(reason="needs the docker launcher: run with --triton-launcher docker"))
         if item.get_closest_marker("cloud") and launcher != "sagemaker":
-            item.add_marker(pytest.mark.skip(reason="needs the sagemaker launcher, which this version does not ship"))
+            item.add_marker(pytest.mark.skip(reason="needs a SageMaker endpoint: run with --cloud (AWS credentials)"))
 
 
 @pytest.fixture

@@ -8,6 +8,9 @@ server logs to a failing test and print the summary.
 
 from __future__ import annotations
 
+import contextlib
+import sys
+from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,13 +33,34 @@ from pytest_triton.session_state import session_state
 _SETTINGS = {
     "tritonserver": "tritonserver",
     "triton_url": "url",
-    "triton_image": "image",
+    "triton_image": "triton_image",
     "triton_network": "network",
     "triton_shm_size": "shm_size",
     "triton_gpu_devices": "gpu_devices",
     "triton_pull": "pull",
     "triton_ryuk": "ryuk",
+    # --cloud (the sagemaker launcher)
+    "endpoint": "endpoint",
+    "s3_uri": "s3_uri",
+    "instance_type": "instance_type",
+    "triton_version": "triton_version",
+    "image": "image",
+    "sagemaker_role": "sagemaker_role",
 }
+
+
+def uncaptured_progress(config: pytest.Config) -> Callable[[str], None]:
+    """A progress callback whose lines reach the terminal while pytest captures output: a SageMaker
+    deployment waits for minutes during fixture setup, where stderr is captured."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+
+    def progress(line: str) -> None:
+        context = capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext()
+        with context:
+            sys.stderr.write(f"pytest-triton: {line}\n")
+            sys.stderr.flush()
+
+    return progress
 
 
 def _resolve(config: pytest.Config, value: str, *, from_ini: bool) -> Path:
@@ -92,7 +116,11 @@ class TritonServerFactory:
                 f"ini triton_container_startup_timeout={container_timeout!r} is not a number of seconds"
             ) from None
         options = ServeOptions(
-            gpu=bool(config.getoption("gpu")), startup_timeout=startup_timeout, staging=staging, settings=settings
+            gpu=bool(config.getoption("gpu")),
+            startup_timeout=startup_timeout,
+            staging=staging,
+            settings=settings,
+            progress=uncaptured_progress(config),
         )
         return cls(chosen, options, session_state(config))
 

@@ -16,11 +16,11 @@ from typing import Protocol
 from numpy.typing import NDArray
 
 from pytest_triton.client.kserve import HEADER_LENGTH
-from pytest_triton.client.kserve import SAGEMAKER_BINARY
-from pytest_triton.client.kserve import SAGEMAKER_JSON
 from pytest_triton.client.kserve import decode_response
 from pytest_triton.client.kserve import encode_request
 from pytest_triton.client.kserve import kserve_dtype
+from pytest_triton.client.sagemaker_body import decode_invocation
+from pytest_triton.client.sagemaker_body import encode_invocation
 from pytest_triton.errors import InferenceError
 from pytest_triton.errors import ServerError
 from pytest_triton.servers.http11 import KeepAliveHttp
@@ -196,14 +196,9 @@ class SageMakerTransport:
     def infer(self, model: str, inputs: Mapping[str, NDArray[Any]], outputs: Sequence[str]) -> dict[str, NDArray[Any]]:
         if self.specs is not None:
             validate_inputs(model, self.specs, inputs)
-        body, header_length = encode_request(inputs, outputs, binary=self.binary)
-        content_type = SAGEMAKER_BINARY.format(header_length) if header_length is not None else SAGEMAKER_JSON
+        body, content_type = encode_invocation(inputs, outputs, binary=self.binary)
         reply = self._http.post("/invocations", body, {"Content-Type": content_type})
-        reply_type = reply.headers.get("content-type", "")
-        length = None
-        if "json-header-size=" in reply_type:
-            length = int(reply_type.split("json-header-size=")[1].split(";")[0])
-        return decode_response(reply.body, length)
+        return decode_invocation(reply.body, reply.headers.get("content-type", ""))
 
 
 def _specs_from_metadata(metadata: Mapping[str, Any]) -> list[InputSpec]:

@@ -13,9 +13,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+from typing import Any
 
 from pytest_triton.config.positions import PositionIndex
-from pytest_triton.config.positions import index_positions
+from pytest_triton.config.positions import index_tokens
+from pytest_triton.config.positions import tokenize
 from pytest_triton.errors import ConfigSyntaxError
 from pytest_triton.errors import MissingDependency
 
@@ -96,18 +98,70 @@ def _syntax_message(text: str, raw: str, line: int, col: int) -> str:
     return message
 
 
-def parse_config(text: str, path: str = CONFIG_FILENAME) -> ParsedConfig:
-    """Parse config.pbtxt text; raise :class:`ConfigSyntaxError` with protobuf's message and position."""
+def _parse_text(text: str, message: ModelConfig) -> None:
     from google.protobuf import text_format
 
-    message = model_config_class()()
-    try:
+    parser = _parser_class()
+    if parser is None:
         text_format.Parse(text, message)
-    except text_format.ParseError as exc:
-        line = exc.GetLine() or 0
-        col = exc.GetColumn() or 0
-        raise ConfigSyntaxError(_syntax_message(text, str(exc), line, col), path=path, line=line, col=col) from exc
-    positions = index_positions(text)
+    else:
+        parser().ParseLines(text.split("\n"), message)
+
+
+@functools.cache
+def _parser_class() -> Any:
+    """protobuf's text parser, made to report a value its message refuses as a ParseError.
+
+    A number the field's type cannot hold (``kind: 4294967296`` for an enum) passes the
+    tokenizer and is refused by the message itself with a bare ``ValueError`` that has no
+    position; re-raising it from the tokenizer keeps the line and column of the value.
+    ``_Parser`` is protobuf's own (private) class behind ``text_format.Parse``.
+    """
+    from google.protobuf import text_format
+
+    base: Any = getattr(text_format, "_Parser", None)
+    if base is None:  # a protobuf without it: values out of range are reported at line 1
+        return None
+
+    class PositionedParser(base):  # type: ignore[misc]
+        def _MergeScalarField(self, tokenizer: Any, message: Any, field: Any) -> None:
+            try:
+                super()._MergeScalarField(tokenizer, message, field)
+            except text_format.ParseError:
+                raise
+            except ValueError as exc:
+                raise tokenizer.ParseErrorPreviousToken(f"{exc} (field {field.name!r})") from exc
+
+    return PositionedParser
+
+
+def parse_config(text: str, path: str = CONFIG_FILENAME, *, max_literal_bytes: int | None = None) -> ParsedConfig:
+    """Parse config.pbtxt text; raise :class:`ConfigSyntaxError` with protobuf's message and position.
+
+    With ``max_literal_bytes``, a token longer than that is refused (its position and the limit
+    in the message) before the index of positions is built."""
+    from google.protobuf import text_format
+
+    from pytest_triton.config.fastparse import Unsupported
+    from pytest_triton.config.fastparse import build_message
+
+    tokenized = tokenize(text, max_literal_bytes=max_literal_bytes, path=path)
+    cls = model_config_class()
+    message = cls()
+    try:
+        build_message(tokenized.tokens, message)
+    except Unsupported:
+        message = cls()  # protobuf's own parser: the reference result and error messages
+        try:
+            _parse_text(text, message)
+        except text_format.ParseError as exc:
+            line = exc.GetLine() or 0
+            col = exc.GetColumn() or 0
+            message_text = _syntax_message(text, str(exc), line, col)
+            raise ConfigSyntaxError(message_text, path=path, line=line, col=col) from exc
+        except (ValueError, RecursionError) as exc:  # refused by the message itself, without a position
+            raise ConfigSyntaxError(str(exc), path=path) from exc
+    positions = index_tokens(tokenized)
     _reject_plus_signs(text, positions, path)
     return ParsedConfig(message=message, text=text, path=path, positions=positions)
 
@@ -125,7 +179,7 @@ def _reject_plus_signs(text: str, positions: PositionIndex, path: str) -> None:
         raise ConfigSyntaxError(f"Expected {kind}, got: +", path=path, line=line, col=col)
 
 
-def _decode(data: bytes, path: str) -> str:
+def decode_config(data: bytes, path: str = CONFIG_FILENAME) -> str:
     """UTF-8 text; bytes that are not UTF-8 are allowed in comments only, as Triton's parser allows."""
     try:
         return data.decode("utf-8")
@@ -166,7 +220,7 @@ def _split_comment(line: bytes) -> tuple[bytes, bytes]:
 def read_config(path: str | Path) -> ParsedConfig:
     """Read and parse a config.pbtxt file (UTF-8; other bytes only in comments)."""
     file = Path(path)
-    return parse_config(_decode(file.read_bytes(), str(file)), str(file))
+    return parse_config(decode_config(file.read_bytes(), str(file)), str(file))
 
 
 def print_config(message: ModelConfig) -> str:

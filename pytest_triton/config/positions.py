@@ -9,37 +9,46 @@ column of every field name, keyed by its path: ``("input", 1, "dims")`` is the
 
 from __future__ import annotations
 
+import bisect
 import re
+import sys
+from collections.abc import Iterator
+from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 
+from pytest_triton.errors import ConfigLimitExceeded
+
 Path = tuple[str | int, ...]
 
+# Python's re keeps a backtracking record per iteration of a repeated group, so a string
+# pattern written as ``(?:[^"\\]|\\.)*`` costs ~130 bytes per character (a 10 MB literal took
+# 1.4 GB). The unrolled form repeats a character class (no record per character); possessive
+# quantifiers (Python 3.11+) drop the records per escape too.
+_RUN = "*+" if sys.version_info >= (3, 11) else "*"
+_STRING = "|".join(rf"{q}[^{q}\\\n]{_RUN}(?:\\.[^{q}\\\n]{_RUN}){_RUN}{q}" for q in ('"', "'"))
 _TOKEN = re.compile(
-    r"""
-    (?P<ws>\s+)
-  | (?P<comment>\#[^\n]*)
-  | (?P<string>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
-  | (?P<punct>[{}\[\]:,;<>])
-  | (?P<word>[^\s{}\[\]:,;<>"'\#]+)
+    rf"""
+    (?P<comment>\#[^\n]*)
+  | (?P<string>{_STRING})
+  | (?P<punct>[{{}}\[\]:,;<>])
+  | (?P<word>[^\s{{}}\[\]:,;<>"'\#]+)
+  | (?P<other>\S)
     """,
     re.VERBOSE,
 )
+_NEWLINE = re.compile("\n")
 
 
-@dataclass(frozen=True)
-class _Tok:
-    kind: str
-    text: str
-    line: int
-    col: int
+# a token: (kind, text, offset in the text); kinds are the first letters of the group names
+_Tok = tuple[str, str, int]
 
 
 @dataclass
 class PositionIndex:
     """Where each field of a parsed config stands in its text (1-based line and column)."""
 
-    positions: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    positions: Mapping[Path, tuple[int, int]] = field(default_factory=dict)
     comments: dict[int, str] = field(default_factory=dict)
     # the literal of each scalar value, strings unquoted and unescaped (map keys need it:
     # protobuf maps keep no order, so an entry is found again by its written key)
@@ -75,66 +84,69 @@ class PositionIndex:
         return (*prefix, hits[-1] if key is not None else hits[0])
 
 
-def _tokenize(text: str) -> tuple[list[_Tok], dict[int, str]]:
+class _Lines:
+    """Offset → (line, column), by bisecting the offsets where lines start."""
+
+    def __init__(self, text: str) -> None:
+        self.starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
+
+    def position(self, offset: int) -> tuple[int, int]:
+        index = bisect.bisect_right(self.starts, offset) - 1
+        return index + 1, offset - self.starts[index] + 1
+
+
+def _tokenize(text: str, lines: _Lines, max_literal_bytes: int | None, path: str) -> tuple[list[_Tok], dict[int, str]]:
+    """Tokens and comments; characters no token matches are skipped (protobuf accepted the text)."""
     tokens: list[_Tok] = []
     comments: dict[int, str] = {}
-    line, line_start, pos = 1, 0, 0
-    while pos < len(text):
-        match = _TOKEN.match(text, pos)
-        if match is None:  # unreadable character: the parser has already accepted the text
-            pos += 1
-            continue
-        kind = match.lastgroup or ""
+    for match in _TOKEN.finditer(text):
+        kind = match.lastgroup or "w"
         value = match.group()
+        if max_literal_bytes is not None and len(value) > max_literal_bytes and kind != "comment":
+            line, col = lines.position(match.start())
+            raise ConfigLimitExceeded(
+                f"a {'string' if kind == 'string' else 'value'} of {len(value):,} characters is longer "
+                f"than max_literal_bytes={max_literal_bytes:,}: raise it with --max-literal-bytes=N (CLI) or "
+                f"--triton-lint-limit max_literal_bytes=N (pytest)",
+                path=path,
+                line=line,
+                col=col,
+            )
         if kind == "comment":
-            comments[line] = value
-        elif kind != "ws":
-            tokens.append(_Tok(kind, value, line, match.start() - line_start + 1))
-        newlines = value.count("\n")
-        if newlines:
-            line += newlines
-            line_start = match.start() + value.rindex("\n") + 1
-        pos = match.end()
+            comments[lines.position(match.start())[0]] = value
+        else:
+            tokens.append((kind[0], value, match.start()))
     return tokens, comments
 
 
 class _Scanner:
+    """Walks the tokens as protobuf's grammar nests them, recording offsets of names and values."""
+
     def __init__(self, tokens: list[_Tok]) -> None:
         self.tokens = tokens
+        self.end = len(tokens)
         self.i = 0
-        self.positions: dict[Path, tuple[int, int]] = {}
+        self.offsets: dict[Path, int] = {}
         self.literals: dict[Path, str] = {}
 
-    def peek(self) -> _Tok | None:
-        return self.tokens[self.i] if self.i < len(self.tokens) else None
-
-    def take(self) -> _Tok | None:
-        tok = self.peek()
-        self.i += 1
-        return tok
-
-    def message(self, prefix: Path, closer: str | None) -> None:
+    def message(self, prefix: Path, closer: bool) -> None:
+        tokens, offsets = self.tokens, self.offsets
         counts: dict[str, int] = {}
-        while (tok := self.peek()) is not None:
-            if tok.kind == "punct" and tok.text in "}>":
-                if closer is not None:
-                    self.take()
+        while self.i < self.end:
+            kind, text, offset = tokens[self.i]
+            self.i += 1
+            if kind == "p":
+                if text in "}>" and closer:
                     return
-                self.take()
-                continue
-            self.take()
-            if tok.kind == "punct":  # stray separators (, ;) between fields
-                continue
-            name = tok.text.strip("[]")
-            self.positions.setdefault((*prefix, name), (tok.line, tok.col))
-            nxt = self.peek()
-            if nxt is not None and nxt.text == ":":
-                self.take()
-                nxt = self.peek()
-            if nxt is None:
+                continue  # stray separators (, ;) between fields, or an unmatched closer at the top
+            name = text.strip("[]")
+            offsets.setdefault((*prefix, name), offset)
+            if self.i < self.end and tokens[self.i][1] == ":":
+                self.i += 1
+            if self.i >= self.end:
                 return
-            if nxt.text == "[":
-                self.take()
+            if tokens[self.i][1] == "[":
+                self.i += 1
                 self._list(prefix, name, counts)
             else:
                 index = counts.get(name, 0)
@@ -142,29 +154,29 @@ class _Scanner:
                 self._value(prefix, name, index)
 
     def _value(self, prefix: Path, name: str, index: int) -> None:
-        tok = self.take()
-        if tok is None:
-            return
+        kind, text, offset = self.tokens[self.i]
+        self.i += 1
         path = (*prefix, name, index)
-        self.positions.setdefault(path, (tok.line, tok.col))
-        if tok.text in "{<":
-            self.message(path, "}" if tok.text == "{" else ">")
-        elif tok.kind == "string":  # adjacent strings concatenate
-            parts = [_unquote(tok.text)]
-            while (nxt := self.peek()) is not None and nxt.kind == "string":
-                parts.append(_unquote(nxt.text))
-                self.take()
+        self.offsets.setdefault(path, offset)
+        if kind == "p" and text in "{<":
+            self.message(path, True)
+        elif kind == "s":  # adjacent strings concatenate
+            parts = [_unquote(text)]
+            while self.i < self.end and self.tokens[self.i][0] == "s":
+                parts.append(_unquote(self.tokens[self.i][1]))
+                self.i += 1
             self.literals[path] = "".join(parts)
         else:
-            self.literals[path] = tok.text
+            self.literals[path] = text
 
     def _list(self, prefix: Path, name: str, counts: dict[str, int]) -> None:
-        while (tok := self.peek()) is not None:
-            if tok.text == "]":
-                self.take()
+        while self.i < self.end:
+            text = self.tokens[self.i][1]
+            if text == "]":
+                self.i += 1
                 return
-            if tok.text == ",":
-                self.take()
+            if text == ",":
+                self.i += 1
                 continue
             index = counts.get(name, 0)
             counts[name] = index + 1
@@ -183,9 +195,55 @@ def _unquote(literal: str) -> str:
         return inner
 
 
-def index_positions(text: str) -> PositionIndex:
-    """Index the field positions, literals and comments of config text that protobuf accepted."""
-    tokens, comments = _tokenize(text)
+class _Positions(Mapping[Path, tuple[int, int]]):
+    """Field path → (line, column), kept as text offsets and turned into a position when asked:
+    a config of many small fields holds one int per field instead of a tuple."""
+
+    def __init__(self, offsets: dict[Path, int], lines: _Lines) -> None:
+        self.offsets = offsets
+        self.lines = lines
+
+    def __getitem__(self, key: Path) -> tuple[int, int]:
+        return self.lines.position(self.offsets[key])
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.offsets
+
+    def __iter__(self) -> Iterator[Path]:
+        return iter(self.offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+
+@dataclass
+class Tokenized:
+    """config.pbtxt text cut into tokens once, for the fast parser and the position index."""
+
+    text: str
+    tokens: list[_Tok]
+    comments: dict[int, str]
+    lines: _Lines
+
+
+def tokenize(text: str, *, max_literal_bytes: int | None = None, path: str = "config.pbtxt") -> Tokenized:
+    """Tokens, comments and line starts; with ``max_literal_bytes`` a longer token raises
+    :class:`ConfigLimitExceeded` naming its position. Linear in time and memory."""
+    lines = _Lines(text)
+    tokens, comments = _tokenize(text, lines, max_literal_bytes, path)
+    return Tokenized(text, tokens, comments, lines)
+
+
+def index_tokens(tokenized: Tokenized) -> PositionIndex:
+    """Index the field positions, literals and comments of text that protobuf accepts."""
+    tokens = tokenized.tokens
+    if any(token[0] == "o" for token in tokens):
+        tokens = [token for token in tokens if token[0] != "o"]
     scanner = _Scanner(tokens)
-    scanner.message((), None)
-    return PositionIndex(scanner.positions, comments, scanner.literals)
+    scanner.message((), False)
+    return PositionIndex(_Positions(scanner.offsets, tokenized.lines), tokenized.comments, scanner.literals)
+
+
+def index_positions(text: str, *, max_literal_bytes: int | None = None, path: str = "config.pbtxt") -> PositionIndex:
+    """Index the field positions, literals and comments of config text that protobuf accepted."""
+    return index_tokens(tokenize(text, max_literal_bytes=max_literal_bytes, path=path))

@@ -11,8 +11,8 @@ from pytest_triton.contracts.declaration import parse_declaration
 from pytest_triton.contracts.parity_run import ContractRun
 from pytest_triton.contracts.parity_run import ParityOutcome
 from pytest_triton.contracts.serving import ContractServers
-from pytest_triton.contracts.serving import VariantUnavailable
 from pytest_triton.contracts.spec import Declaration
+from pytest_triton.errors import VariantUnavailable
 
 __all__ = [
     "ContractRun",

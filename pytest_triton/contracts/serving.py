@@ -19,19 +19,11 @@ from pytest_triton.client.transports import Transport
 from pytest_triton.contracts.spec import Declaration
 from pytest_triton.contracts.spec import Variant
 from pytest_triton.errors import ConfigError
+from pytest_triton.errors import VariantUnavailable
 
 __all__ = ["ContractServers", "ServedVariant", "VariantUnavailable"]
 
 _TENSORRT = "TensorrtExecutionProvider"
-
-
-class VariantUnavailable(Exception):
-    """A variant cannot run on this machine or in this session; ``reason`` says why."""
-
-    def __init__(self, variant: str, reason: str) -> None:
-        super().__init__(f"variant {variant!r}: {reason}")
-        self.variant = variant
-        self.reason = reason
 
 
 class ServerFactory(Protocol):

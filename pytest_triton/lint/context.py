@@ -8,11 +8,14 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
+from typing import Any
 
 from pytest_triton.config import CONFIG_FILENAME
 from pytest_triton.config import ParsedConfig
 from pytest_triton.lint.finding import Finding
+from pytest_triton.lint.limits import LintLimits
 from pytest_triton.lint.rules import catalog
+from pytest_triton.lint.walk import FolderReader
 
 if TYPE_CHECKING:
     from tritonclient.grpc.model_config_pb2 import ModelConfig
@@ -41,11 +44,22 @@ def is_canonical_version(name: str) -> bool:
 
 @dataclass
 class Reporter:
-    """Collects findings; ``display`` maps real paths to what the user should see."""
+    """Collects findings, each with the model folder it belongs to ('' for the target itself);
+    ``display_root``/``display_prefix`` map real paths to what the user should see."""
 
     findings: list[Finding] = field(default_factory=list)
     display_root: Path | None = None
     display_prefix: str = ""
+    limits: LintLimits = field(default_factory=LintLimits)
+    owners: list[str] = field(default_factory=list)
+    _folders: FolderReader | None = None
+
+    @property
+    def folders(self) -> FolderReader:
+        """The run's folder listings (each folder read once, unreadable ones reported once)."""
+        if self._folders is None:
+            self._folders = FolderReader(self)
+        return self._folders
 
     def show(self, path: Path) -> str:
         if self.display_root is not None:
@@ -56,9 +70,20 @@ class Reporter:
             return f"{self.display_prefix}{rel.as_posix()}" if str(rel) != "." else self.display_prefix.rstrip("/!")
         return str(path)
 
-    def add(self, rule: str, path: Path, message: str, hint: str = "", *, line: int = 0, col: int = 0) -> None:
+    def add(
+        self,
+        rule: str,
+        path: Path,
+        message: str,
+        hint: str = "",
+        *,
+        line: int = 0,
+        col: int = 0,
+        model: Path | None = None,
+    ) -> None:
         info = catalog.RULES[rule]
         self.findings.append(Finding(self.show(path), line, col, rule, info.severity, message, hint))
+        self.owners.append(self.show(model) if model is not None else "")
 
 
 @dataclass
@@ -69,6 +94,9 @@ class ModelContext:
     parsed: ParsedConfig | None
     reporter: Reporter
     repository: RepositoryContext | None = None
+    # what rules compute once per model (normalized platform/backend, ...), keyed by rule family
+    memo: dict[str, Any] = field(default_factory=dict, repr=False)
+    _versions: list[int] | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -79,14 +107,25 @@ class ModelContext:
         return self.folder / CONFIG_FILENAME
 
     @property
+    def has_config(self) -> bool:
+        """Whether the folder holds a config.pbtxt entry (readable or not)."""
+        return CONFIG_FILENAME in self.reporter.folders.names(self.folder)
+
+    def subfolders(self, *below: str) -> list[Path]:
+        """Folders in the model folder (or in ``below`` inside it), sorted; none if unreadable."""
+        return self.reporter.folders.subfolders(self.folder.joinpath(*below))
+
+    @property
     def config(self) -> ModelConfig:
         assert self.parsed is not None, "rules run only on models whose config parsed"
         return self.parsed.message
 
     def versions(self) -> list[int]:
         """Versions Triton reads from the folder names (sorted; see :func:`read_version`)."""
-        found = {read_version(p.name) for p in self.folder.iterdir() if p.is_dir()}
-        return sorted(v for v in found if v is not None and -INT64_MAX - 1 <= v <= INT64_MAX)
+        if self._versions is None:
+            found = {read_version(p.name) for p in self.subfolders()}
+            self._versions = sorted(v for v in found if v is not None and -INT64_MAX - 1 <= v <= INT64_MAX)
+        return list(self._versions)
 
     def loaded_versions(self) -> list[int]:
         """Versions Triton loads under the config's version_policy (latest 1 by default)."""
@@ -106,11 +145,11 @@ class ModelContext:
     def report(self, rule: str, message: str, hint: str = "", *field_path: str | int) -> None:
         """Report against config.pbtxt at the line of ``field_path`` (or line 1)."""
         line, col = self.parsed.position(*field_path) if self.parsed and field_path else (1, 1)
-        self.reporter.add(rule, self.config_path, message, hint, line=line, col=col)
+        self.reporter.add(rule, self.config_path, message, hint, line=line, col=col, model=self.folder)
 
     def report_file(self, rule: str, path: Path, message: str, hint: str = "") -> None:
         """Report against a file or folder of the model (no line)."""
-        self.reporter.add(rule, path, message, hint)
+        self.reporter.add(rule, path, message, hint, model=self.folder)
 
 
 @dataclass
@@ -123,6 +162,12 @@ class RepositoryContext:
     # set when the repository came from a SageMaker model.tar.gz
     tarball: Path | None = None
     sagemaker_default_model: str | None = None
+    # archive members written as empty placeholders (too large, or not read by any rule)
+    unextracted: set[Path] = field(default_factory=set)
+
+    def holds_content(self, path: Path) -> bool:
+        """Whether the file's bytes are there to read (not an archive member left unextracted)."""
+        return path not in self.unextracted
 
     def parsed_models(self) -> Iterator[ModelContext]:
         return (m for m in self.models.values() if m.parsed is not None)

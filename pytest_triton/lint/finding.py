@@ -37,8 +37,11 @@ class Finding:
         return {key: data[key] for key in ("rule", "severity", "path", "line", "col", "message", "hint")}
 
     def format(self) -> str:
-        """flake8-style text: ``path:line:col: RULE message`` then ``  hint: ...``."""
-        text = f"{self.path}:{self.line}:{self.col}: {self.rule} {self.message}"
+        """flake8-style text: ``path:line:col: RULE message`` then ``  hint: ...``.
+
+        A finding about a folder or a whole file has no line: ``path: RULE message``."""
+        where = f"{self.path}:{self.line}:{self.col}" if self.line > 0 else self.path
+        text = f"{where}: {self.rule} {self.message}"
         if self.hint:
             text += f"\n  hint: {self.hint}"
         return text

@@ -2,75 +2,117 @@
 
 A target is a model repository folder, a single model folder (its siblings are read so
 ensembles can be checked, but only the model's own findings are kept), a folder holding
-several repositories, or a SageMaker ``model.tar.gz``.
+several repositories, or a SageMaker ``model.tar.gz``. Whatever the target holds, linting
+ends with findings: a rule that raises is X001, an unreadable path L111, a link loop L112,
+a size over a limit C004/C005/D608.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import os
 import re
+import stat
 import tempfile
 import traceback
 from collections.abc import Callable
 from collections.abc import Iterable
+from collections.abc import Iterator
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from pytest_triton.config import CONFIG_FILENAME
-from pytest_triton.config import read_config
-from pytest_triton.errors import ConfigSyntaxError
+from pytest_triton.config.model import decode_config
+from pytest_triton.config.model import parse_config
+from pytest_triton.errors import ConfigError
 from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.context import Reporter
 from pytest_triton.lint.context import RepositoryContext
 from pytest_triton.lint.context import read_version
 from pytest_triton.lint.finding import Finding
+from pytest_triton.lint.limits import LintLimits
+from pytest_triton.lint.limits import describe
 from pytest_triton.lint.rules import model_checks
 from pytest_triton.lint.rules import repository_checks
+from pytest_triton.lint.walk import FolderReader
+from pytest_triton.lint.walk import describe_access
+from pytest_triton.lint.walk import folder_identity
 
 _SUPPRESS = re.compile(r"triton-lint:\s*disable=([A-Z0-9_, ]+)")
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 
 
-def _looks_like_model(folder: Path) -> bool:
-    if (folder / CONFIG_FILENAME).exists():
-        return True
-    return any(child.is_dir() and read_version(child.name) is not None for child in folder.iterdir())
+@dataclass
+class LintResult:
+    """The findings of one target, grouped by the model folder they belong to.
+
+    ``groups`` maps each model folder (as displayed) to its findings, in folder order; the key
+    ``""`` holds what belongs to the target itself (repository root, archive, the path).
+    """
+
+    target: Path
+    groups: dict[str, list[Finding]] = field(default_factory=dict)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return sorted(f for group in self.groups.values() for f in group)
 
 
-def is_repository(folder: Path) -> bool:
+def _looks_like_model(folder: Path, folders: FolderReader) -> bool:
+    entries = folders.entries(folder)
+    return any(e.name == CONFIG_FILENAME for e in entries) or any(
+        e.is_dir and read_version(e.name) is not None for e in entries
+    )
+
+
+def is_repository(folder: Path, folders: FolderReader | None = None) -> bool:
     """A folder with at least one child that looks like a model."""
-    try:
-        return any(child.is_dir() and _looks_like_model(child) for child in folder.iterdir())
-    except OSError:
-        return False
+    folders = folders or FolderReader(Reporter())
+    return any(_looks_like_model(child, folders) for child in folders.subfolders(folder))
 
 
-def find_repositories(folder: Path) -> list[Path]:
-    """Repositories at or below ``folder`` (a folder of repositories, like model_repos/)."""
-    if is_repository(folder):
+def find_repositories(folder: Path, folders: FolderReader, seen: set[tuple[int, int]] | None = None) -> list[Path]:
+    """Repositories at or below ``folder`` (a folder of repositories, like model_repos/).
+
+    Each real folder is visited once: a link back to a folder already seen is reported (L112)."""
+    seen = set() if seen is None else seen
+    identity = folder_identity(folder)
+    if identity is not None:
+        if identity in seen:
+            folders.reporter.add(
+                "L112",
+                folder,
+                f"{str(folder)!r} leads back to a folder already searched ({os.path.realpath(folder)!r}); "
+                "it is not followed",
+                "remove the link, or point it outside the folder being linted",
+            )
+            return []
+        seen.add(identity)
+    if is_repository(folder, folders):
         return [folder]
     found: list[Path] = []
-    for child in sorted(folder.iterdir()):
-        if child.is_dir() and not child.name.startswith("."):
-            found.extend(find_repositories(child))
+    for child in folders.subfolders(folder):
+        if not child.name.startswith("."):
+            found.extend(find_repositories(child, folders, seen))
     return found
 
 
-def is_model_target(target: Path) -> bool:
+def is_model_target(target: Path, folders: FolderReader | None = None) -> bool:
     """Whether ``lint_path(target)`` treats ``target`` as one model folder (not a repository)."""
-    return target.is_dir() and not is_repository(target) and _looks_like_model(target)
-
-
-def target_models(target: Path) -> list[Path]:
-    """The model folders that ``lint_path(target)`` reports on (none for an archive)."""
-    if not target.is_dir():
-        return []
-    if is_model_target(target):
-        return [target]
-    return [child for root in find_repositories(target) for child in sorted(root.iterdir()) if child.is_dir()]
+    folders = folders or FolderReader(Reporter())
+    return target.is_dir() and not is_repository(target, folders) and _looks_like_model(target, folders)
 
 
 def _run(check: Callable[[Any], None], target: ModelContext | RepositoryContext, reporter: Reporter) -> None:
+    model = target.folder if isinstance(target, ModelContext) else None
     try:
         check(target)
+    except OSError as exc:  # a path the rule needed could not be read: say which, not a traceback
+        where = target.folder if isinstance(target, ModelContext) else target.root
+        reporter.folders.unreadable(Path(exc.filename) if exc.filename else where, exc)
     except Exception as exc:  # a rule bug must not hide the other findings
         where = target.config_path if isinstance(target, ModelContext) else target.root
         frame = traceback.extract_tb(exc.__traceback__)[-1]
@@ -82,39 +124,93 @@ def _run(check: Callable[[Any], None], target: ModelContext | RepositoryContext,
             "this is a bug in pytest-triton; the other rules still ran",
             line=1,
             col=1,
+            model=model,
         )
+
+
+def _read_config_bytes(config: Path, reporter: Reporter, model: Path) -> bytes | None:
+    """The file's bytes, or None with a finding (unreadable, not a file, over the size limit)."""
+    limit = reporter.limits.max_config_bytes
+    try:
+        info = config.stat()
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or /dev/zero behind a link would never end
+            reporter.add("C003", config, "config.pbtxt is not a regular file", "make it a plain text file", model=model)
+            return None
+        if info.st_size > limit:
+            reporter.add(
+                "C004",
+                config,
+                f"config.pbtxt is {info.st_size:,} bytes, over the limit {describe('max_config_bytes', limit)}",
+                "a model config is a few kilobytes: generated content belongs in the model's files",
+                line=1,
+                col=1,
+                model=model,
+            )
+            return None
+        with config.open("rb") as handle:  # read(n) allocates n bytes up front: ask for what is there
+            data = handle.read(min(info.st_size, limit) + 1)
+    except OSError as exc:
+        reporter.add(
+            "C003", config, f"cannot read config: {describe_access(config, exc)}", "check permissions", model=model
+        )
+        return None
+    if len(data) > info.st_size:  # grew while being read: read on, up to the limit
+        with contextlib.suppress(OSError), config.open("rb") as handle:
+            data = handle.read(limit + 1)
+    if len(data) > limit:
+        reporter.add(
+            "C004",
+            config,
+            f"config.pbtxt is over the limit {describe('max_config_bytes', limit)}",
+            line=1,
+            col=1,
+            model=model,
+        )
+        return None
+    return data
 
 
 def load_model(folder: Path, reporter: Reporter) -> ModelContext:
-    """Read a model folder's config, reporting C002/C003/C001 instead of raising."""
+    """Read a model folder's config, reporting C001/C003/C004/C005 instead of raising."""
     config = folder / CONFIG_FILENAME
     model = ModelContext(folder=folder, parsed=None, reporter=reporter)
-    if not config.exists():
+    if not model.has_config:
         return model  # layout rules decide whether a missing config is fatal
+    data = _read_config_bytes(config, reporter, folder)
+    if data is None:
+        return model
     try:
-        model.parsed = read_config(config)
-    except ConfigSyntaxError as exc:
-        reporter.add(
-            "C001",
-            config,
-            f"failed to read text proto: {exc.reason}",
-            "fix the syntax at this position (Triton refuses the whole model)",
-            line=exc.line,
-            col=exc.col,
+        model.parsed = parse_config(
+            decode_config(data, str(config)), str(config), max_literal_bytes=reporter.limits.max_literal_bytes
         )
-    except OSError as exc:
-        reporter.add("C003", config, f"cannot read config: {exc.strerror or exc}", "check permissions")
+    except ConfigError as exc:
+        rule = "C005" if "max_literal_bytes" in exc.reason else "C001"
+        reporter.add(
+            rule,
+            config,
+            f"failed to read text proto from {folder.name}/{CONFIG_FILENAME}: {exc.reason}",
+            "fix the syntax at this position (Triton refuses the whole model)"
+            if rule == "C001"
+            else "a literal this long is not a model setting: move the data into the model's files",
+            line=exc.line or 1,
+            col=exc.col or 1,
+            model=folder,
+        )
     return model
 
 
-def lint_repository(root: Path, reporter: Reporter, **options: Any) -> RepositoryContext:
-    """Lint every model folder of ``root``; findings go to ``reporter``."""
+def lint_repository(
+    root: Path, reporter: Reporter, *, include: Path | None = None, **options: Any
+) -> RepositoryContext:
+    """Lint every model folder of ``root`` (and ``include``, when ``root`` cannot be listed)."""
     repo = RepositoryContext(root=root, reporter=reporter, **options)
-    for child in sorted(root.iterdir()):
-        if child.is_dir():
-            model = load_model(child, reporter)
-            model.repository = repo
-            repo.models[child.name] = model
+    children = reporter.folders.subfolders(root)
+    if include is not None and include not in children:
+        children = [*children, include]
+    for child in children:
+        model = load_model(child, reporter)
+        model.repository = repo
+        repo.models[child.name] = model
     for check in repository_checks():
         _run(check, repo, reporter)
     model_rules = model_checks()
@@ -127,10 +223,13 @@ def lint_repository(root: Path, reporter: Reporter, **options: Any) -> Repositor
 def apply_suppressions(findings: Iterable[Finding], files: dict[str, str]) -> list[Finding]:
     """Drop findings whose line carries ``# triton-lint: disable=RULE[,RULE]``."""
     kept: list[Finding] = []
+    lines_of: dict[str, list[str]] = {}
     for finding in findings:
         text = files.get(finding.path)
-        if text is not None and finding.line > 0:
-            lines = text.splitlines()
+        if text is not None and finding.line > 0 and "triton-lint" in text:
+            lines = lines_of.get(finding.path)
+            if lines is None:
+                lines = lines_of[finding.path] = text.splitlines()
             if finding.line <= len(lines):
                 match = _SUPPRESS.search(lines[finding.line - 1])
                 if match and finding.rule in {r.strip() for r in match.group(1).split(",")}:
@@ -143,44 +242,122 @@ def _config_texts(repo: RepositoryContext) -> dict[str, str]:
     return {repo.reporter.show(m.config_path): m.parsed.text for m in repo.models.values() if m.parsed is not None}
 
 
-def lint_path(path: str | Path, *, sagemaker_default_model: str | None = None) -> list[Finding]:
-    """Lint one target and return every finding, sorted by path and line."""
+def _grouped(
+    reporter: Reporter, texts: dict[str, str], models: list[str], keep: Callable[[str, str], bool]
+) -> LintResult:
+    """The run's findings by owner; ``keep(owner, path)`` says which belong to the target."""
+    kept = set(map(id, apply_suppressions(reporter.findings, texts)))
+    groups: dict[str, list[Finding]] = {name: [] for name in models}
+    for finding, owner in zip(reporter.findings, reporter.owners):
+        if id(finding) in kept and keep(owner, finding.path):
+            groups.setdefault(owner, []).append(finding)
+    return LintResult(Path(), {key: sorted(value) for key, value in groups.items()})
+
+
+def _lint(target: Path, reporter: Reporter, sagemaker_default_model: str | None) -> LintResult:
     from pytest_triton.lint.tarball import lint_tarball
 
-    target = Path(path)
-    reporter = Reporter()
-    texts: dict[str, str] = {}
-    if target.is_file() and target.name.endswith((".tar.gz", ".tgz", ".tar")):
+    folders = reporter.folders
+    try:
+        info = target.stat()
+    except FileNotFoundError:
+        reporter.add("L107", target, f"lint target {str(target)!r} does not exist", _TARGET_HINT)
+        return _grouped(reporter, {}, [], lambda owner, path: True)
+    except OSError as exc:  # behind a folder this user cannot search
+        blocked = _blocked_ancestor(target)
+        folders.unreadable(blocked or target, exc, what="folder")
+        return _grouped(reporter, {}, [], lambda owner, path: True)
+    if stat.S_ISREG(info.st_mode) and target.name.endswith(ARCHIVE_SUFFIXES):
         with tempfile.TemporaryDirectory(prefix="pytest-triton-lint-") as tmp:
-            repo = lint_tarball(target, Path(tmp), reporter, sagemaker_default_model)
-            if repo is not None:
-                texts = _config_texts(repo)
-        return sorted(apply_suppressions(reporter.findings, texts))
-    if not target.is_dir():
-        what = "does not exist" if not target.exists() else "is neither a folder nor a model.tar.gz"
+            archived = lint_tarball(target, Path(tmp), reporter, sagemaker_default_model)
+            if archived is None:
+                return _grouped(reporter, {}, [], lambda owner, path: True)
+            inside = [reporter.show(m.folder) for m in archived.models.values()]
+            return _grouped(reporter, _config_texts(archived), inside, lambda owner, path: True)
+    if not stat.S_ISDIR(info.st_mode):
         reporter.add(
-            "L107",
-            target,
-            f"lint target {str(target)!r} {what}",
-            "pass a repository, a model folder or a .tar.gz",
+            "L107", target, f"lint target {str(target)!r} is neither a folder nor a model.tar.gz", _TARGET_HINT
         )
-        return reporter.findings
-    if is_model_target(target):
-        repo = lint_repository(target.parent, reporter, sagemaker_default_model=sagemaker_default_model)
-        prefix = str(target) + "/"
-        own = [f for f in reporter.findings if f.path == str(target) or f.path.startswith(prefix)]
-        return sorted(apply_suppressions(own, _config_texts(repo)))
-    repositories = find_repositories(target)
-    if not repositories:
+        return _grouped(reporter, {}, [], lambda owner, path: True)
+    if is_model_target(target, folders):
+        parent = target.parent
+        repo = lint_repository(parent, reporter, include=target, sagemaker_default_model=sagemaker_default_model)
+        own = reporter.show(target)
+        # the model's own findings, and the repository folder's if it could not be read
+        unlisted = reporter.show(parent) if folders.was_unreadable(parent) else None
+        return _grouped(reporter, _config_texts(repo), [own], lambda owner, path: owner == own or path == unlisted)
+    texts: dict[str, str] = {}
+    models: list[str] = []
+    repositories = find_repositories(target, folders)
+    if not repositories and not folders.was_unreadable(target):
         reporter.add("L109", target, "no model folders found (a model folder holds config.pbtxt and version folders)")
     for root in repositories:
         repo = lint_repository(root, reporter, sagemaker_default_model=sagemaker_default_model)
         texts.update(_config_texts(repo))
-    return sorted(apply_suppressions(reporter.findings, texts))
+        models += [reporter.show(m.folder) for m in repo.models.values()]
+    return _grouped(reporter, texts, models, lambda owner, path: True)
 
 
-def lint_paths(paths: Iterable[str | Path], *, sagemaker_default_model: str | None = None) -> list[Finding]:
+_TARGET_HINT = "pass a repository, a model folder or a .tar.gz"
+
+
+def _blocked_ancestor(target: Path) -> Path | None:
+    """The outermost folder above ``target`` that this user cannot search, if any."""
+    for folder in reversed(target.absolute().parents):
+        if not os.access(folder, os.X_OK):
+            return folder
+    return None
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while linting: the run keeps every parsed config alive until
+    it ends, and gen-2 passes over them cost a quarter of the time at a few thousand models."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def lint_target(
+    path: str | Path, *, sagemaker_default_model: str | None = None, limits: LintLimits | None = None
+) -> LintResult:
+    """Lint one target; its findings grouped by model folder. Never raises for what the target holds."""
+    target = Path(path)
+    reporter = Reporter(limits=limits or LintLimits())
+    try:
+        with _collector_paused():
+            result = _lint(target, reporter, sagemaker_default_model)
+    except RecursionError as exc:
+        reporter.add("X001", target, f"linting stopped: {exc}", "this is a bug in pytest-triton")
+        result = _grouped(reporter, {}, [], lambda owner, path: True)
+    except Exception as exc:  # the last guard: a bug is one finding of this target, not a traceback
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        reporter.add(
+            "X001",
+            target,
+            f"linting raised {type(exc).__name__}: {exc} ({Path(frame.filename).name}:{frame.lineno})",
+            "this is a bug in pytest-triton; please report it with the target",
+        )
+        result = _grouped(reporter, {}, [], lambda owner, path: True)
+    result.target = target
+    return result
+
+
+def lint_path(
+    path: str | Path, *, sagemaker_default_model: str | None = None, limits: LintLimits | None = None
+) -> list[Finding]:
+    """Lint one target and return every finding, sorted by path and line."""
+    return lint_target(path, sagemaker_default_model=sagemaker_default_model, limits=limits).findings
+
+
+def lint_paths(
+    paths: Iterable[str | Path], *, sagemaker_default_model: str | None = None, limits: LintLimits | None = None
+) -> list[Finding]:
     findings: list[Finding] = []
     for path in paths:
-        findings.extend(lint_path(path, sagemaker_default_model=sagemaker_default_model))
+        findings.extend(lint_path(path, sagemaker_default_model=sagemaker_default_model, limits=limits))
     return findings

@@ -1,8 +1,11 @@
-"""Read a SageMaker model.tar.gz safely and lint the repository inside it.
+"""Read a SageMaker model.tar.gz as a stream and lint the repository inside it.
 
-Members are checked before anything is written: absolute paths, ``..`` components, links and
-device files are refused with a finding (D606) and never extracted; everything else lands
-inside a temporary folder the caller owns.
+Members are read in one pass, never all at once, and checked before anything is written:
+absolute paths, ``..`` components, links and device files are refused with a finding (D606).
+What a config check needs (configs, python models, ONNX graphs up to ``max_member_bytes``, small
+files) is written into a temporary folder the caller owns; any other member becomes an empty
+sparse file of its size, so the layout is what SageMaker would see but the weights are never
+written out. Member count and total bytes stop at their limits with a finding (D608).
 """
 
 from __future__ import annotations
@@ -10,13 +13,18 @@ from __future__ import annotations
 import tarfile
 from pathlib import Path
 from pathlib import PurePosixPath
+from typing import IO
 
 from pytest_triton.config import CONFIG_FILENAME
 from pytest_triton.lint.context import Reporter
 from pytest_triton.lint.context import RepositoryContext
+from pytest_triton.lint.limits import describe
 
-# a model.tar.gz bigger than this is not a lint target (ONNX weights are skipped anyway)
-_MAX_MEMBERS = 100_000
+# members the rules open (besides config.pbtxt): python models, ONNX graphs, the env sidecar
+_READ_SUFFIXES = (".py", ".onnx", ".env", ".txt", ".json")
+# any member this small is written out whatever its name (cheap, and rules may look at it)
+_SMALL = 64 << 10
+_CHUNK = 1 << 20
 
 
 def _unsafe_reason(member: tarfile.TarInfo) -> str | None:
@@ -32,14 +40,55 @@ def _unsafe_reason(member: tarfile.TarInfo) -> str | None:
     return None
 
 
-def _extract(archive: Path, dest: Path, reporter: Reporter) -> bool:
+def _wanted(member: tarfile.TarInfo, limit: int) -> bool:
+    name = PurePosixPath(member.name).name
+    if member.size > limit:
+        return False
+    return name == CONFIG_FILENAME or name.endswith(_READ_SUFFIXES) or member.size <= _SMALL
+
+
+def _copy(source: IO[bytes], target: Path, size: int) -> None:
+    remaining = size
+    with target.open("wb") as out:
+        while remaining > 0 and (chunk := source.read(min(_CHUNK, remaining))):
+            out.write(chunk)
+            remaining -= len(chunk)
+
+
+def _placeholder(target: Path, size: int) -> None:
+    """An empty file of ``size`` bytes that takes no space on disk (a hole)."""
+    with target.open("wb") as out:
+        out.truncate(size)
+
+
+def _extract(archive: Path, dest: Path, reporter: Reporter, unextracted: set[Path]) -> bool:
+    limits = reporter.limits
+    members = 0
+    total = 0
     try:
-        with tarfile.open(archive, "r:*") as tar:
-            members = tar.getmembers()
-            if len(members) > _MAX_MEMBERS:
-                reporter.add("D607", archive, f"archive has {len(members)} members (limit {_MAX_MEMBERS})")
-                return False
-            for member in members:
+        with tarfile.open(archive, "r|*") as tar:  # a stream: one pass, no member table in memory
+            for member in tar:
+                members += 1
+                total += max(member.size, 0)
+                if members > limits.max_archive_members:
+                    reporter.add(
+                        "D608",
+                        archive,
+                        f"archive has more than {limits.max_archive_members:,} members; linting stopped at the "
+                        f"limit {describe('max_archive_members', limits.max_archive_members)}",
+                        "a SageMaker model.tar.gz holds a few model folders",
+                    )
+                    return False
+                if total > limits.max_archive_bytes:
+                    reporter.add(
+                        "D608",
+                        archive,
+                        f"archive holds more than {limits.max_archive_bytes:,} bytes (uncompressed, at member "
+                        f"{member.name!r}); linting stopped at the limit "
+                        f"{describe('max_archive_bytes', limits.max_archive_bytes)}",
+                        "check the archive's contents with tar -tvzf; SageMaker unpacks all of it",
+                    )
+                    return False
                 reason = _unsafe_reason(member)
                 if reason is not None:
                     reporter.add(
@@ -55,12 +104,23 @@ def _extract(archive: Path, dest: Path, reporter: Reporter) -> bool:
                     target.mkdir(parents=True, exist_ok=True)
                     continue
                 target.parent.mkdir(parents=True, exist_ok=True)
+                if not _wanted(member, limits.max_member_bytes):
+                    _placeholder(target, member.size)
+                    unextracted.add(target)
+                    if member.size > limits.max_member_bytes:
+                        reporter.add(
+                            "D609",
+                            archive,
+                            f"member {member.name!r} is {member.size:,} bytes, over "
+                            f"{describe('max_member_bytes', limits.max_member_bytes)}; it is checked by name "
+                            "and size only",
+                        )
+                    continue
                 source = tar.extractfile(member)
                 if source is not None:
-                    with source, target.open("wb") as out:
-                        while chunk := source.read(1 << 20):
-                            out.write(chunk)
-    except (tarfile.TarError, OSError, EOFError) as exc:
+                    with source:
+                        _copy(source, target, member.size)
+    except (tarfile.TarError, OSError, EOFError, ValueError) as exc:
         reporter.add(
             "D607",
             archive,
@@ -74,14 +134,15 @@ def _extract(archive: Path, dest: Path, reporter: Reporter) -> bool:
 def lint_tarball(
     archive: Path, workdir: Path, reporter: Reporter, sagemaker_default_model: str | None
 ) -> RepositoryContext | None:
-    """Extract ``archive`` under ``workdir`` and lint it as the repository SageMaker would see."""
+    """Stream ``archive`` into ``workdir`` and lint it as the repository SageMaker would see."""
     from pytest_triton.lint.runner import lint_repository
 
     root = workdir / "repository"
     root.mkdir()
     reporter.display_root = root
     reporter.display_prefix = f"{archive}!/"
-    if not _extract(archive, root, reporter):
+    unextracted: set[Path] = set()
+    if not _extract(archive, root, reporter, unextracted):
         return None
     if (root / CONFIG_FILENAME).exists():
         reporter.add(
@@ -93,4 +154,6 @@ def lint_tarball(
             line=1,
             col=1,
         )
-    return lint_repository(root, reporter, tarball=archive, sagemaker_default_model=sagemaker_default_model)
+    return lint_repository(
+        root, reporter, tarball=archive, sagemaker_default_model=sagemaker_default_model, unextracted=unextracted
+    )

@@ -30,6 +30,7 @@ from pytest_triton.repository.tensors import TensorSpec
 
 if TYPE_CHECKING:
     from pytest_triton.lint.finding import Finding
+    from pytest_triton.onnx_io import Tensor
 
 if sys.version_info >= (3, 11):
     from typing import Self
@@ -73,20 +74,18 @@ def _specs(tensors: Sequence[TensorSpec], kind: str, model: str) -> list[TensorS
 
 def onnx_io(path: Path, max_batch_size: int) -> tuple[list[TensorSpec], list[TensorSpec]]:
     """Inputs and outputs of an ONNX file as config dims (batch dimension dropped if batching)."""
-    import onnx
+    from pytest_triton.onnx_io import read_onnx_io
 
-    graph = onnx.load(str(path), load_external_data=False).graph
-    initializers = {init.name for init in graph.initializer}
+    found = read_onnx_io(path)
 
-    def spec(value: Any) -> TensorSpec:
-        tensor_type = value.type.tensor_type
-        dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tensor_type.shape.dim]
+    def spec(tensor: Tensor) -> TensorSpec:
+        dims = list(tensor.dims or ())
         if max_batch_size > 0:
             dims = dims[1:]
-        return TensorSpec(value.name, ONNX_TO_TRITON.get(tensor_type.elem_type, "TYPE_INVALID"), tuple(dims))
+        data_type = ONNX_TO_TRITON.get(tensor.elem_type, "TYPE_INVALID") if tensor.elem_type is not None else ""
+        return TensorSpec(tensor.name, data_type or "TYPE_INVALID", tuple(dims))
 
-    inputs = [spec(v) for v in graph.input if v.name not in initializers]
-    return inputs, [spec(v) for v in graph.output]
+    return [spec(t) for t in found.inputs.values()], [spec(t) for t in found.outputs.values()]
 
 
 class RepositoryBuilder:

@@ -27,7 +27,6 @@ import contextlib
 import os
 import secrets
 import shutil
-import tempfile
 import threading
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -71,6 +70,8 @@ from pytest_triton.servers.logs import LogFile
 from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.ports import PortReservation
 from pytest_triton.servers.ports import reserve_ports
+from pytest_triton.servers.process import make_owned_workdir
+from pytest_triton.servers.process import sweep_dead_owners
 from pytest_triton.servers.rest import TritonRest
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
@@ -166,7 +167,7 @@ class DockerLauncher:
     def from_options(
         cls, repository: Path | None, options: ServeOptions, *, models: Sequence[str] | None = None
     ) -> Self:
-        """A launcher from the common options. Settings: ``image``, ``network`` (host or bridge), ``shm_size``,
+        """A launcher from the common options. Settings: ``triton_image``, ``network`` (host or bridge), ``shm_size``,
         ``gpu_devices`` (ids; default every GPU with ``gpu``), ``pull``, ``ryuk``, ``ulimits``
         ("memlock=-1,stack=67108864") and ``container_startup_timeout`` (seconds)."""
         if repository is None:
@@ -176,7 +177,7 @@ class DockerLauncher:
         return cls(
             repository,
             models=models,
-            image=str(options.setting("image", DEFAULT_IMAGE)),
+            image=str(options.setting("triton_image", DEFAULT_IMAGE)),
             gpus=(str(devices) if devices else True) if options.gpu else False,
             network=str(options.setting("network", "host")),
             shm_size=str(options.setting("shm_size", DEFAULT_SHM_SIZE)),
@@ -255,7 +256,8 @@ class DockerLauncher:
     def _work(self) -> Path:
         """This launcher's work folder (staged repository, logs), removed by stop()."""
         if self._workdir is None:
-            self._workdir = Path(tempfile.mkdtemp(prefix="pytest-triton-docker-"))
+            sweep_dead_owners()  # before this launcher makes its own folder
+            self._workdir = make_owned_workdir()  # swept once its process is gone, even after SIGKILL
         return self._workdir
 
     def prepare(self, source: Path) -> Prepared:

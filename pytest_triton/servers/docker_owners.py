@@ -9,7 +9,7 @@ Every container the docker launcher starts carries::
 
 Three things remove containers whose owner is gone, fastest first: the owner's reaper process
 (:mod:`pytest_triton.servers.docker_reaper`, it sees the owner die even by SIGKILL), the pytest controller
-at the end of its run (every container of its run id), and :func:`sweep_dead_owners` at the start of a
+at the end of its run (every container of its run id), and :func:`sweep_dead_owner_containers` at the start of a
 session (what a killed reaper, or a reboot, left). testcontainers' Ryuk does the same where it can be
 pulled; it cannot on air-gapped runners, so it is off by default.
 """
@@ -25,6 +25,9 @@ from collections.abc import Callable
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from pytest_triton.servers.process import pid_alive
+from pytest_triton.servers.process import process_start_time
 
 LABEL_PREFIX = "org.pytest-triton"
 RUN_ID = f"{LABEL_PREFIX}.run-id"
@@ -45,15 +48,11 @@ def run_id() -> str:
 
 
 def process_start(pid: int) -> str | None:
-    """The start time of ``pid`` in clock ticks since boot (field 22 of /proc/PID/stat); None if it is gone."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
+    """The start time of a live (not zombie) ``pid``, as a label value; None when it is gone."""
+    if not pid_alive(pid):
         return None
-    fields = raw[raw.rfind(")") + 2 :].split()  # fields after "pid (comm)", starting with the state (field 3)
-    if fields[0] in ("Z", "X"):
-        return None
-    return fields[19]
+    started = process_start_time(pid)
+    return None if started is None else str(started)
 
 
 def host_id() -> str:
@@ -112,7 +111,7 @@ def _listed(client: Any, label: str) -> list[tuple[str, str, dict[str, str]]]:
     return found
 
 
-def sweep_dead_owners(client: Any) -> list[str]:
+def sweep_dead_owner_containers(client: Any) -> list[str]:
     """Remove containers of this host whose owner process is gone; returns their names."""
     return [
         name
@@ -126,13 +125,13 @@ _sweep_lock = threading.Lock()
 
 
 def sweep_once(client: Any, progress: Callable[[str], None] | None) -> None:
-    """:func:`sweep_dead_owners`, once per process (the first docker launcher that starts runs it)."""
+    """:func:`sweep_dead_owner_containers`, once per process (the first docker launcher that starts runs it)."""
     global _swept
     with _sweep_lock:
         if _swept:
             return
         _swept = True
-    removed = sweep_dead_owners(client)
+    removed = sweep_dead_owner_containers(client)
     if removed and progress is not None:
         progress(f"removed {len(removed)} container(s) left by dead pytest-triton processes: {', '.join(removed)}")
 

@@ -22,7 +22,6 @@ import secrets
 import shlex
 import shutil
 import subprocess
-import tempfile
 import time
 import weakref
 from collections.abc import Mapping
@@ -59,11 +58,14 @@ from pytest_triton.servers.logs import server_error
 from pytest_triton.servers.ports import PortReservation
 from pytest_triton.servers.ports import reserve_ports
 from pytest_triton.servers.process import describe_exit
+from pytest_triton.servers.process import make_owned_workdir
+from pytest_triton.servers.process import python_env_dirs
+from pytest_triton.servers.process import remove_empty_dirs
 from pytest_triton.servers.process import remove_shm
 from pytest_triton.servers.process import shm_prefix
 from pytest_triton.servers.process import spawn
 from pytest_triton.servers.process import stop_process_group
-from pytest_triton.servers.process import sweep_stale_shm
+from pytest_triton.servers.process import sweep_dead_owners
 from pytest_triton.servers.rest import IndexEntry
 from pytest_triton.servers.rest import TritonRest
 from pytest_triton.servers.wait import Poll
@@ -151,6 +153,7 @@ class LocalLauncher:
         self._has_gpu: bool | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self._prepared: Prepared | None = None
+        self._python_envs: set[Path] = set()
         self.command: list[str] = []
 
     @classmethod
@@ -241,7 +244,8 @@ class LocalLauncher:
     def _work(self) -> Path:
         """This launcher's work folder (staged repository, logs), removed by stop() or at exit."""
         if self._workdir is None:
-            self._workdir = Path(tempfile.mkdtemp(prefix="pytest-triton-"))
+            sweep_dead_owners()  # before this launcher makes its own folder
+            self._workdir = make_owned_workdir()
             self._arm_finalizer()
         return self._workdir
 
@@ -327,16 +331,18 @@ class LocalLauncher:
         if self.gpu and not self.has_gpu:
             raise ServerStartError(_NO_GPU_HINT)
         binary = self.binary
-        sweep_stale_shm()
+        sweep_dead_owners()
         budget = _Budget(self.startup_timeout)
         try:
             prepared = self._prepared or self.prepare(self.repository)
             models = list(prepared.models)
+            python_envs_before = python_env_dirs()
             self._shm_prefix = shm_prefix(secrets.token_hex(4))
             for attempt in range(self.port_retries + 1):
                 try:
                     self._launch(binary, prepared.folder, models, attempt)
                     self._wait_started(models, budget)
+                    self._python_envs = python_env_dirs() - python_envs_before  # made while this server started
                     return self
                 except _PortInUse:
                     self._kill()
@@ -472,6 +478,7 @@ class LocalLauncher:
             stop_process_group(self._proc, interrupt_timeout=self.stop_timeout)
         if self._shm_prefix:
             remove_shm(self._shm_prefix)
+        remove_empty_dirs(self._python_envs)
         if self._ports is not None:
             self._ports.release()
             self._ports = None

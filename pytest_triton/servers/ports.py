@@ -148,3 +148,30 @@ def free_port(host: str = LOCALHOST) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def sweep_stale_port_locks(*, lock_dir: Path | None = None) -> list[int]:
+    """Remove the lock files of ports no live process holds; returns those ports.
+
+    A lock dies with its process (``flock``), but the zero-byte file stays after SIGKILL. A file
+    whose lock can be taken has no owner: it is removed under that lock (the same way a release
+    does), so a process reserving the port at that moment sees the file change and locks anew."""
+    directory = default_lock_dir() if lock_dir is None else lock_dir
+    swept = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    for name in names:
+        stem, _, suffix = name.partition(".")
+        if suffix != "lock" or not stem.isdigit():
+            continue
+        port = int(stem)
+        try:
+            fd = _lock_port(directory, port)
+        except OSError:
+            continue
+        if fd is not None:
+            _unlock_port(directory, port, fd)
+            swept.append(port)
+    return sorted(swept)

@@ -11,9 +11,11 @@ Orphan protection (Linux):
   one daemon thread of this module that lives as long as the process; the server dies with the process,
   whatever thread called ``start()``;
 - the stubs watch their parent (Triton passes them its pid) and exit within about a second once
-  ``tritonserver`` is gone; they cannot clean their shared-memory region then, so each launcher gives the
-  python backend a ``shm-region-prefix-name`` carrying its own pid, and later launchers remove regions
-  whose owner is dead (:func:`sweep_stale_shm`).
+  ``tritonserver`` is gone, removing their shared-memory region as they go (SIGKILL of pytest running a
+  python model: the region was gone within 2 s every time, see tests/integration/local/test_hard_kill.py).
+  A region is left only when the stubs are killed too (SIGKILL to the server's whole group, the OOM
+  killer), so each launcher gives the python backend a ``shm-region-prefix-name`` carrying its own pid,
+  and later launchers remove regions whose owner is dead (:func:`sweep_stale_shm`).
 
 Stopping (:func:`stop_process_group`): SIGINT to ``tritonserver`` (it unloads models, then stops its stubs),
 then SIGTERM and at last SIGKILL to the whole group; finally whatever is left in the group is killed.
@@ -24,12 +26,15 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import functools
 import os
 import queue
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -247,3 +252,89 @@ def sweep_stale_shm() -> list[str]:
                     os.unlink(SHM_DIR / entry)
                     removed.append(entry)
     return removed
+
+
+# --- work folders of launchers, swept like shared memory once their owner is dead ----------------
+
+WORKDIR_PREFIX = "pytest-triton-"
+OWNER_FILE = "owner.pid"
+_OWNED_WORKDIR = re.compile(rf"^{WORKDIR_PREFIX}(\d+)-[A-Za-z0-9_]+$")
+
+
+def process_start_time(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot, /proc/PID/stat field 22): tells a reused pid apart."""
+    fields = _stat_fields(pid)
+    return int(fields[19]) if fields is not None and len(fields) > 19 else None
+
+
+def make_owned_workdir(parent: Path | None = None) -> Path:
+    """A fresh ``pytest-triton-<pid>-XXXXXXXX/`` folder recording its owner (pid and start time).
+
+    :func:`sweep_stale_workdirs` removes it once that process is gone, even after SIGKILL."""
+    folder = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-", dir=parent))
+    (folder / OWNER_FILE).write_text(f"{os.getpid()} {process_start_time(os.getpid()) or 0}\n")
+    return folder
+
+
+def _workdir_owner_alive(folder: Path, name_pid: int) -> bool:
+    try:
+        pid_text, _, started = (folder / OWNER_FILE).read_text().partition(" ")
+        pid, start = int(pid_text), int(started.strip() or 0)
+    except (OSError, ValueError):  # created a moment ago and not written yet, or damaged: trust the name
+        return pid_alive(name_pid)
+    if not pid_alive(pid):
+        return False
+    return start == 0 or process_start_time(pid) in (None, start)
+
+
+def sweep_stale_workdirs(parent: Path | None = None) -> list[Path]:
+    """Remove ``pytest-triton-<pid>-*`` work folders (logs, staged repositories) of dead owners.
+
+    Only folders made by :func:`make_owned_workdir` are considered: the name carries the owner's pid
+    and ``owner.pid`` inside its start time, so a pid reused by another process does not keep a
+    folder alive. Folders of live owners, of this process and anything else are left alone."""
+    base = Path(tempfile.gettempdir()) if parent is None else parent
+    removed = []
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return []
+    for entry in entries:
+        match = _OWNED_WORKDIR.match(entry.name)
+        if match is None or not entry.is_dir(follow_symlinks=False):
+            continue
+        folder = Path(entry.path)
+        if _workdir_owner_alive(folder, int(match.group(1))):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            removed.append(folder)
+    return removed
+
+
+# Triton's python backend makes an empty /tmp/python_env_XXXXXX at startup (for execution environments) and
+# never removes it: one more folder in /tmp per server start, seen 610 times in a morning of test runs here
+PYTHON_ENV_GLOB = "python_env_*"
+
+
+def python_env_dirs() -> set[Path]:
+    """The python backend's ``/tmp/python_env_*`` folders that exist now."""
+    return set(Path("/tmp").glob(PYTHON_ENV_GLOB))
+
+
+def remove_empty_dirs(folders: set[Path]) -> None:
+    """Remove those of ``folders`` that are still empty (a folder with content is left alone)."""
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+@functools.cache
+def sweep_dead_owners() -> None:
+    """Once per process: remove what launchers of dead processes (a SIGKILLed pytest) left behind: shared
+    memory, work folders (logs, staged repositories) and port lock files."""
+    from pytest_triton.servers.ports import sweep_stale_port_locks
+
+    sweep_stale_shm()
+    sweep_stale_workdirs()
+    sweep_stale_port_locks()

@@ -28,6 +28,8 @@ _BUILTIN: dict[str, str] = {
     "local": "pytest_triton.servers.local:LocalLauncher",
     "url": "pytest_triton.servers.url:UrlLauncher",
     "docker": "pytest_triton.servers.docker:DockerLauncher",
+    "sagemaker": "pytest_triton.servers.sagemaker:SageMakerLauncher",
+    "sagemaker-local": "pytest_triton.servers.sagemaker_local:SageMakerLocalLauncher",
 }
 _registered: dict[str, type[Any]] = {}
 

@@ -71,3 +71,41 @@ def test_plugin_module_imports_nothing_heavy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_bad_target_fails_its_own_item_only(pytester: pytest.Pytester) -> None:
+    repo = make_repo(pytester.path / "repo")
+    (repo / "bad" / "config.pbtxt").write_text('backend: "python"\ninstance_group [ { kind: 4294967296 } ]\n')
+    pytester.makepyfile("def test_plain():\n    pass\n")
+    result = pytester.runpytest("--triton-lint", str(repo), "--triton-lint", str(pytester.path / "missing"), "-v")
+    result.stdout.fnmatch_lines(
+        [
+            "*bad/config.pbtxt:2:26: C001 failed to read text proto from bad/config.pbtxt: Value out of range*",
+            "*missing: L107 lint target*does not exist*",
+        ]
+    )
+    assert "INTERNALERROR" not in result.stdout.str()
+    result.assert_outcomes(passed=2, failed=2)
+
+
+def test_collected_counts_agree_with_what_runs(pytester: pytest.Pytester) -> None:
+    repo = make_repo(pytester.path / "repo")
+    pytester.makepyfile("def test_a():\n    pass\ndef test_b():\n    pass\ndef test_c():\n    pass\n")
+    listed = pytester.runpytest("--triton-lint", str(repo), "--co", "-q")
+    listed.stdout.fnmatch_lines(["*::test_a", "*triton-lint?*bad?", "*triton-lint?*good?", "5 tests collected*"])
+    selected = pytester.runpytest("--triton-lint", str(repo), "-m", "triton_lint")
+    selected.stdout.fnmatch_lines(["collected 5 items / 3 deselected / 2 selected"])
+    selected.assert_outcomes(passed=1, failed=1, deselected=3)
+
+
+def test_lint_limits_from_option_and_ini(pytester: pytest.Pytester) -> None:
+    repo = make_repo(pytester.path / "repo")
+    result = pytester.runpytest("--triton-lint", str(repo), "--triton-lint-limit", "max_config_bytes=10")
+    result.stdout.fnmatch_lines(["*C004 config.pbtxt is * bytes, over the limit max_config_bytes=10*"])
+    result.assert_outcomes(failed=2)
+    pytester.makeini("[pytest]\ntriton_lint_limits =\n    max_config_bytes=20\n")
+    result = pytester.runpytest("--triton-lint", str(repo))
+    result.stdout.fnmatch_lines(["*over the limit max_config_bytes=20*"])
+    result = pytester.runpytest("--triton-lint", str(repo), "--triton-lint-limit", "everything=1")
+    result.stderr.fnmatch_lines(["*lint limit 'everything=1' is not NAME=N*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR

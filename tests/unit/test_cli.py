@@ -16,8 +16,8 @@ def test_lint_broken_example_exits_1_with_flake8_style_lines() -> None:
     result = run_cli("lint", "model_repos/broken")
     assert result.returncode == 1
     assert (
-        'model_repos/broken/classifier/config.pbtxt:7:3: C001 failed to read text proto: Expected ",", found "{"'
-        in (result.stdout)
+        "model_repos/broken/classifier/config.pbtxt:7:3: C001 failed to read text proto from "
+        'classifier/config.pbtxt: Expected ",", found "{"' in (result.stdout)
     )
     assert "  hint: " in result.stdout
 

@@ -1,4 +1,4 @@
-"""Deployment pitfalls from the seeds: SageMaker packaging, batching shapes, image contents."""
+"""Deployment pitfalls: SageMaker packaging, batching shapes, image contents."""
 
 from __future__ import annotations
 

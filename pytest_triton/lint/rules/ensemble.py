@@ -16,33 +16,32 @@ from dataclasses import field
 from typing import Any
 
 from pytest_triton.lint.context import ModelContext
-from pytest_triton.lint.rules import catalog
+from pytest_triton.lint.rules.catalog import RuleTable
 
-catalog.register(
-    [
-        ("E301", "error", "platform 'ensemble' without ensemble_scheduling"),
-        ("E302", "error", "instance_group set on an ensemble"),
-        ("E303", "error", "optimization set on an ensemble"),
-        ("E304", "error", "model_warmup set on an ensemble"),
-        ("E305", "error", "ensemble has no step"),
-        ("E306", "error", "ensemble step lacks model_name, input_map or output_map"),
-        ("E307", "error", "ensemble tensor written by more than one output_map entry"),
-        ("E308", "error", "ensemble input is not read by any step"),
-        ("E309", "error", "ensemble output is not written by the steps"),
-        ("E310", "error", "ensemble tensor is never read or never written"),
-        ("E311", "error", "ensemble step names a model that is not in the repository"),
-        ("E312", "error", "circular dependency between ensembles"),
-        ("E313", "error", "ensemble max_batch_size exceeds a step model's"),
-        ("E314", "error", "input_map key is not an input of the step model"),
-        ("E315", "error", "output_map key is not an output of the step model"),
-        ("E316", "error", "step model input is not mapped to an ensemble tensor"),
-        ("E317", "error", "inconsistent data type along an ensemble edge"),
-        ("E318", "error", "inconsistent shape along an ensemble edge"),
-        ("E319", "error", "step requires a model version that will not be loaded"),
-        ("E320", "error", "step receives inputs that come from different decoupled models"),
-        ("E321", "error", "a step model declares an output twice and the ensemble maps it"),
-    ]
-)
+# the ids of this family (collected by catalog.rules())
+RULES: RuleTable = [
+    ("E301", "error", "platform 'ensemble' without ensemble_scheduling"),
+    ("E302", "error", "instance_group set on an ensemble"),
+    ("E303", "error", "optimization set on an ensemble"),
+    ("E304", "error", "model_warmup set on an ensemble"),
+    ("E305", "error", "ensemble has no step"),
+    ("E306", "error", "ensemble step lacks model_name, input_map or output_map"),
+    ("E307", "error", "ensemble tensor written by more than one output_map entry"),
+    ("E308", "error", "ensemble input is not read by any step"),
+    ("E309", "error", "ensemble output is not written by the steps"),
+    ("E310", "error", "ensemble tensor is never read or never written"),
+    ("E311", "error", "ensemble step names a model that is not in the repository"),
+    ("E312", "error", "circular dependency between ensembles"),
+    ("E313", "error", "ensemble max_batch_size exceeds a step model's"),
+    ("E314", "error", "input_map key is not an input of the step model"),
+    ("E315", "error", "output_map key is not an output of the step model"),
+    ("E316", "error", "step model input is not mapped to an ensemble tensor"),
+    ("E317", "error", "inconsistent data type along an ensemble edge"),
+    ("E318", "error", "inconsistent shape along an ensemble edge"),
+    ("E319", "error", "step requires a model version that will not be loaded"),
+    ("E320", "error", "step receives inputs that come from different decoupled models"),
+    ("E321", "error", "a step model declares an output twice and the ensemble maps it"),
+]
 
 ENSEMBLE_PLATFORM = "ensemble"
 STEP = ("ensemble_scheduling", 0, "step")
@@ -229,7 +228,7 @@ def check_cycles(model: ModelContext) -> None:
 
 def _loaded_versions(step_model: ModelContext) -> list[int] | None:
     """Versions Triton loads for ``step_model`` under its version_policy (None: cannot tell)."""
-    if step_model.parsed is None and step_model.config_path.exists():
+    if step_model.parsed is None and step_model.has_config:
         return None
     try:
         return step_model.loaded_versions()
@@ -361,7 +360,7 @@ class _Mapping:
         batching = scfg.max_batch_size > 0
         inputs = {io.name: io for io in scfg.input}
         outputs = {io.name: io for io in scfg.output}
-        for key, tensor in step.input_map.items():
+        for key, tensor in sorted(step.input_map.items()):  # protobuf map order varies by process
             if key not in inputs:
                 message = f"in ensemble {ens}, ensemble tensor {tensor} is mapping to non-existing input {key}"
                 where = entry_path(model, (*STEP, i, "input_map"), key=key)
@@ -376,7 +375,7 @@ class _Mapping:
                 model.report("E316", message, hint, *STEP, i, "input_map")
         produced: list[_Node] = []
         declared = [io.name for io in scfg.output]
-        for key, tensor in step.output_map.items():
+        for key, tensor in sorted(step.output_map.items()):
             where = entry_path(model, (*STEP, i, "output_map"), key=key)
             if declared.count(key) > 1:  # Triton maps each declared output, so both land on one tensor
                 message = f"in ensemble {ens}, multiple outputs in model {name} are mapped to the same ensemble tensor"
@@ -390,7 +389,7 @@ class _Mapping:
             else:
                 produced.append(self.merge(tensor, _node(name, batching, io.data_type, io.dims, where)))
         group = _Node(name, 0, [], [], ())
-        sources = [self.tensors[t] for t in step.input_map.values() if t in self.tensors]
+        sources = [self.tensors[t] for _, t in sorted(step.input_map.items()) if t in self.tensors]
         for node in produced:
             node.sibling, node.decoupled = group, bool(scfg.model_transaction_policy.decoupled)
             node.prev.extend(sources)

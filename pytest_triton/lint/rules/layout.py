@@ -50,8 +50,9 @@ def _number_in(name: str) -> str | None:
 
 def check_repository_root(repo: RepositoryContext) -> None:
     models = 0
-    for child in sorted(repo.root.iterdir()):
-        if child.is_dir():
+    for entry in repo.reporter.folders.entries(repo.root):
+        child = entry.path
+        if entry.is_dir:
             models += 1
             if child.name.startswith("."):
                 repo.reporter.add(
@@ -59,17 +60,20 @@ def check_repository_root(repo: RepositoryContext) -> None:
                     child,
                     f"hidden folder {child.name!r} is polled as a model by Triton",
                     "move it out of the repository (Triton does not skip dot-folders)",
+                    model=child,
                 )
         elif child.name == CONFIG_FILENAME and repo.tarball is None:
+            # Triton ignores files at the root of a plain repository (inside a SageMaker archive
+            # the same file makes the container exit: D601)
             repo.reporter.add(
                 "L106",
                 child,
-                "config.pbtxt at the repository root: Triton expects <model>/config.pbtxt",
+                "config.pbtxt at the repository root is ignored by Triton: it expects <model>/config.pbtxt",
                 "move it into a folder named after the model, beside a version folder such as 1/",
                 line=1,
                 col=1,
             )
-    if models == 0:
+    if models == 0 and not repo.reporter.folders.was_unreadable(repo.root):
         repo.reporter.add(
             "L109", repo.root, "repository has no model folders", "add <model>/config.pbtxt and <model>/1/"
         )
@@ -78,15 +82,12 @@ def check_repository_root(repo: RepositoryContext) -> None:
 def check_model_folders(repo: RepositoryContext) -> None:
     for model in repo.models.values():
         _check_versions(model)
-        if model.parsed is None and not model.config_path.exists():
+        if model.parsed is None and not model.has_config:
             _check_missing_config(model)
 
 
 def _check_versions(model: ModelContext) -> None:
-    try:
-        children = sorted(c for c in model.folder.iterdir() if c.is_dir())
-    except OSError:
-        return
+    children = model.subfolders()
     skipped = []
     for child in children:
         version = read_version(child.name)
@@ -160,10 +161,12 @@ def _check_missing_config(model: ModelContext) -> None:
 
 
 def _backend_from_files(model: ModelContext) -> str | None:
+    folders = model.reporter.folders
     for version in model.loaded_versions():
-        if not (model.folder / str(version)).is_dir():
+        if str(version) not in folders.names(model.folder):
             continue
-        for item in sorted((model.folder / str(version)).iterdir()):
+        for entry in folders.entries(model.folder / str(version)):
+            item = entry.path
             if item.stem == "model" and item.suffix in EXTENSION_BACKENDS:
                 return EXTENSION_BACKENDS[item.suffix]
     return None
@@ -211,9 +214,10 @@ def check_model_files(model: ModelContext) -> None:
     names = expected_model_files(model)
     if not names:
         return
+    folders = model.reporter.folders
     for version in model.loaded_versions():  # only what the version policy loads
         folder = model.folder / str(version)
-        if not folder.is_dir():
+        if str(version) not in folders.subfolder_names(model.folder):
             model.report_file(
                 "L104",
                 model.folder,
@@ -222,8 +226,9 @@ def check_model_files(model: ModelContext) -> None:
                 f"rename the version folder to {version}/",
             )
             continue
-        if not any((folder / name).exists() for name in names):
-            found = sorted(p.name for p in folder.iterdir())[:5]
+        present = folders.names(folder)
+        if not any(name in present for name in names):
+            found = sorted(present)[:5]
             model.report_file(
                 "L104",
                 folder,

@@ -32,5 +32,6 @@ MODEL_CHECKS: list[Callable[[ModelContext], None]] = [
     *schema_instances.CHECKS,
 ]
 REPOSITORY_CHECKS: list[Callable[[RepositoryContext], None]] = []
+RULES = RULE_TABLE
 
-__all__ = ["MODEL_CHECKS", "REPOSITORY_CHECKS", "RULE_TABLE"]
+__all__ = ["MODEL_CHECKS", "REPOSITORY_CHECKS", "RULES", "RULE_TABLE"]

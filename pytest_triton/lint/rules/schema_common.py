@@ -11,12 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.finding import Severity
-from pytest_triton.lint.rules import catalog
 
 # Ids are stable and never reused; a retired rule keeps its line, commented out.
 RULE_TABLE: list[tuple[str, Severity, str]] = [
@@ -79,7 +77,6 @@ RULE_TABLE: list[tuple[str, Severity, str]] = [
     ("S251", "error", "instance group kind is unknown"),
 ]
 
-catalog.register(RULE_TABLE)
 
 ENSEMBLE = "ensemble"
 TENSORRT_PLAN = "tensorrt_plan"
@@ -165,18 +162,16 @@ class Normalized:
     backend: str
 
 
-def _version_listing(folder: Path) -> tuple[bool, dict[str, bool]]:
+def _version_listing(model: ModelContext) -> tuple[bool, dict[str, bool]]:
     """Whether the model has a subfolder, and the first subfolder's entries (name -> is a folder).
 
     Triton inspects the first subfolder in byte order, whatever its name.
     """
-    try:
-        subdirs = sorted(p.name for p in folder.iterdir() if p.is_dir())
-        if not subdirs:
-            return False, {}
-        return True, {p.name: p.is_dir() for p in (folder / subdirs[0]).iterdir()}
-    except OSError:
+    folders = model.reporter.folders
+    subdirs = folders.subfolders(model.folder)
+    if not subdirs:
         return False, {}
+    return True, {entry.name: entry.is_dir for entry in folders.entries(subdirs[0])}
 
 
 def normalized(model: ModelContext) -> Normalized:
@@ -185,10 +180,17 @@ def normalized(model: ModelContext) -> Normalized:
     The backend stays empty when Triton cannot pick one; for an empty platform the layout
     family reports that (Triton's "Could not determine backend").
     """
+    found: Normalized | None = model.memo.get("normalized")
+    if found is None:
+        found = model.memo["normalized"] = _normalize(model)
+    return found
+
+
+def _normalize(model: ModelContext) -> Normalized:
     config = model.config
     platform, backend = str(config.platform), str(config.backend)
     filename = str(config.default_model_filename)
-    has_version, entries = _version_listing(model.folder)
+    has_version, entries = _version_listing(model)
     probe = not platform and not filename and has_version
 
     def file_in_version(name: str) -> bool:

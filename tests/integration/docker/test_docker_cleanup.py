@@ -20,7 +20,7 @@ from pytest_triton.servers.docker_owners import OWNER_PID
 from pytest_triton.servers.docker_owners import OWNER_START
 from pytest_triton.servers.docker_owners import RUN_ID
 from pytest_triton.servers.docker_owners import owner_labels
-from pytest_triton.servers.docker_owners import sweep_dead_owners
+from pytest_triton.servers.docker_owners import sweep_dead_owner_containers
 
 pytestmark = pytest.mark.xdist_group("docker")
 
@@ -105,7 +105,7 @@ def test_sweep_removes_only_containers_of_dead_owners_on_this_host(standin_image
         for name, labels in cases.items()
     }
     try:
-        removed = sweep_dead_owners(docker_client)
+        removed = sweep_dead_owner_containers(docker_client)
         assert set(removed) >= {created["dead"].name, created["reused-pid"].name}
         assert _names(docker_client, f"{RUN_ID}=sweep-test") == {created["alive"].name, created["elsewhere"].name}
     finally:

@@ -372,6 +372,12 @@ def _enum_number(draw: st.DrawFn, match: re.Match[str]) -> tuple[str, Expect]:
     return f"{field_name}: {number}", "accept" if known is not None and number == known.number else "either"
 
 
+@_text_edit("enum_out_of_range", r"\b(data_type|kind): ((?:TYPE|KIND)_[A-Z0-9]+)\b")
+def _enum_out_of_range(draw: st.DrawFn, match: re.Match[str]) -> tuple[str, Expect]:
+    number = draw(st.sampled_from([2**31, 2**32, -(2**31) - 1, 2**63]))
+    return f"{match.group(1)}: {number}", "reject"
+
+
 @_text_edit("integer_hex", r"^max_batch_size: (\d+)$")
 def _integer_hex(draw: st.DrawFn, match: re.Match[str]) -> tuple[str, Expect]:
     return f"max_batch_size: {hex(int(match.group(1)))}", "either"
@@ -874,6 +880,26 @@ def edge_mismatch(draw: st.DrawFn, draft: Draft, role: str) -> Applied:
         return f"ensemble {kind} dims {dims} -> {list(io.dims)}", "accept"
     io.dims.append(1)
     return f"ensemble {kind} dims {dims} -> {list(io.dims)}", "reject"
+
+
+@mutation("ensemble", when=_two_steps)
+def edge_batching_mismatch(draw: st.DrawFn, draft: Draft, role: str) -> Applied:
+    """The first step stops batching (max_batch_size 0) and writes the middle tensor with other dims,
+    while the second keeps its batching: Triton compares the dims, then the dims with the batch one."""
+    config = draft.configs[role]
+    first = draft.configs[config.ensemble_scheduling.step[0].model_name]
+    second = draft.configs[config.ensemble_scheduling.step[1].model_name]
+    second.max_batch_size = max(int(second.max_batch_size), 1)
+    config.max_batch_size = min(int(config.max_batch_size), int(second.max_batch_size))
+    first.max_batch_size = 0
+    dims = [int(d) for d in first.output[0].dims]
+    shape = draw(
+        st.sampled_from(
+            [[-1, *dims], [4, *dims], [-1], [-1, -1, *dims], [*dims, 1], [-1] * len(dims), [-1] * (len(dims) + 1)]
+        )
+    )
+    first.output[0].dims[:] = shape
+    return f"step 0 max_batch_size 0 writes dims {shape}; step 1 batches with dims {dims}", "either"
 
 
 @mutation("ensemble", when=_batching)

@@ -162,9 +162,10 @@ def test_plus_sign_and_non_utf8_comment(tmp_path: Path) -> None:
     assert lint_rules(tmp_path) == ["C001"]
 
 
-def test_registering_a_rule_again_is_harmless_but_a_conflict_is_not() -> None:
+def test_a_rule_id_given_twice_must_keep_its_definition() -> None:
     from pytest_triton.lint.rules import catalog
 
-    catalog.register([("L101", catalog.RULES["L101"].severity, catalog.RULES["L101"].title)])
+    same = ("L101", catalog.RULES["L101"].severity, catalog.RULES["L101"].title)
+    assert catalog.build_catalog([[same], [same]])["L101"] == catalog.RULES["L101"]
     with pytest.raises(ValueError, match="'L101' is registered twice"):
-        catalog.register([("L101", "info", "something else")])
+        catalog.build_catalog([[same], [("L101", "info", "something else")]])

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from pytest_triton.errors import OnnxReadError
 from pytest_triton.lint import Finding
 from pytest_triton.lint import lint_path
 from pytest_triton.lint.rules import catalog
-from pytest_triton.lint.rules.onnx_model import OnnxReadError
-from pytest_triton.lint.rules.onnx_model import read_onnx_io
+from pytest_triton.onnx_io import read_onnx_io
 from tests.unit.lint.helpers import write_model
 
 MARK = "# <-"
@@ -293,3 +293,20 @@ def test_overriding_an_initializer_needs_optional(tmp_path: Path) -> None:
     assert finding.rule == "O503"
     assert finding.message == "unable to load model 'nli', configuration expects 3 inputs, model provides 2"
     assert finding.hint.startswith("scale: initializers of the model, so mark them optional: true")
+
+
+def test_one_reader_for_the_builder_and_the_linter(tmp_path: Path) -> None:
+    from pytest_triton.errors import ConfigError
+    from pytest_triton.repository.builder import onnx_io
+
+    model = Path(__file__).resolve().parents[3] / "model_repos" / "assets" / "tiny-mdeberta" / "model.onnx"
+    inputs, outputs = onnx_io(model, 8)
+    found = read_onnx_io(model)
+    assert [t.name for t in inputs] == list(found.inputs)
+    assert [t.name for t in outputs] == list(found.outputs)
+    assert [t.dims for t in inputs] == [tuple((found.inputs[t.name].dims or ())[1:]) for t in inputs]
+    broken = tmp_path / "model.onnx"
+    broken.write_bytes(b"\x08")
+    with pytest.raises(ConfigError, match=r"not an ONNX model|truncated"):
+        onnx_io(broken, 0)
+    assert issubclass(OnnxReadError, ConfigError)

@@ -1,0 +1,70 @@
+"""How much the linter reads before it stops with a finding that names the limit.
+
+The defaults are far above any real repository (Triton's own QA configs are a few kilobytes,
+the largest in model_repos/ under 2 KB) and low enough that hostile input cannot make the
+linter hang or exhaust memory. Each is overridable: ``python -m pytest_triton lint
+--max-config-bytes N ...``, and under pytest ``--triton-lint-limit NAME=N`` or the ini option
+``triton_lint_limits`` (lines of ``NAME=N``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pytest_triton.errors import ConfigError
+
+MiB = 1 << 20
+GiB = 1 << 30
+
+
+@dataclass(frozen=True)
+class LintLimits:
+    """Sizes the linter reads at most; a target over a limit gets a finding naming it."""
+
+    # a config.pbtxt larger than this is not parsed (C004); the worst case at the limit (all of it
+    # small map entries) takes ~2 CPU-seconds and ~190 MB (bench_lint: 10 MB of them, 4.7 s and 458 MB)
+    max_config_bytes: int = 4 * MiB
+    # one string, number or name token longer than this makes the config unreadable (C005)
+    max_literal_bytes: int = 1 * MiB
+    # a model.tar.gz with more members than this is not linted further (D608)
+    max_archive_members: int = 100_000
+    # uncompressed bytes read from a model.tar.gz before the linter stops (D608)
+    max_archive_bytes: int = 16 * GiB
+    # bytes of one archive member written out to be checked (configs, model.py, ONNX graphs);
+    # larger members are checked by name and size only (D609)
+    max_member_bytes: int = 256 * MiB
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def with_values(self, values: Iterable[str]) -> LintLimits:
+        """A copy with ``NAME=N`` settings applied (N may use a K, M or G suffix: 16M)."""
+        changes: dict[str, int] = {}
+        for raw in values:
+            name, sep, number = raw.partition("=")
+            name = name.strip().replace("-", "_")
+            if not sep or name not in self.names():
+                raise ConfigError(f"lint limit {raw!r} is not NAME=N; NAME is one of {', '.join(self.names())}")
+            changes[name] = parse_size(number, what=name)
+        return dataclasses.replace(self, **changes)
+
+
+def parse_size(text: str, *, what: str = "size") -> int:
+    """``1048576``, ``1024K``, ``16M`` or ``2G`` as a number of bytes (or a plain count)."""
+    clean = text.strip().upper().removesuffix("B").removesuffix("I")
+    scale = {"K": 1 << 10, "M": MiB, "G": GiB}.get(clean[-1:], 1)
+    digits = clean[:-1] if scale != 1 else clean
+    if not digits.isdigit() or int(digits) <= 0:
+        raise ConfigError(f"{what}={text!r} is not a positive whole number (optionally with K, M or G)")
+    return int(digits) * scale
+
+
+def describe(limit: str, value: int) -> str:
+    """How a finding names the limit it hit, with the flag that raises it."""
+    return (
+        f"{limit}={value:,}: raise it with --{limit.replace('_', '-')}=N (CLI) or "
+        f"--triton-lint-limit {limit}=N (pytest)"
+    )

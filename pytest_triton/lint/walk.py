@@ -1,0 +1,116 @@
+"""Reading folders for the linter: each folder listed once, unreadable ones and link loops reported.
+
+Triton follows symbolic links in a repository, so the linter does too, but a search through a
+folder of repositories visits each real folder (device and inode) once: a link back to a folder
+already visited (``self -> .``, ``up -> ..``) is reported as a loop and not followed. A folder or
+file the linter's user cannot read is a finding that names the path, its mode and owner, and the
+user the linter ran as (as root every tree is readable, which hides what the server's user sees).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_triton.lint.context import Reporter
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One child of a folder; ``is_dir`` follows links, as Triton does."""
+
+    name: str
+    folder: Path
+    is_dir: bool
+
+    @property
+    def path(self) -> Path:
+        return self.folder / self.name
+
+
+def describe_access(path: Path, exc: OSError) -> str:
+    """What stopped the read: the error, the path's mode and owner, and who the linter runs as."""
+    reason = exc.strerror or type(exc).__name__
+    user = f"the linter runs as uid {os.geteuid()}" if hasattr(os, "geteuid") else "check the linter's user"
+    try:
+        info = path.stat()
+    except OSError:
+        return f"{reason} (a parent folder cannot be searched; {user})"
+    return f"{reason} (mode {stat.filemode(info.st_mode)}, owner uid {info.st_uid} gid {info.st_gid}; {user})"
+
+
+@dataclass
+class FolderReader:
+    """Cached folder listings for one lint run; reports each unreadable path once (rule L111)."""
+
+    reporter: Reporter
+    _listings: dict[Path, tuple[Entry, ...]] = field(default_factory=dict)
+    _reported: set[Path] = field(default_factory=set)
+    _subfolders: dict[Path, list[Path]] = field(default_factory=dict)
+    _names: dict[Path, frozenset[str]] = field(default_factory=dict)
+
+    def entries(self, folder: Path) -> tuple[Entry, ...]:
+        """The children of ``folder`` sorted by name; none (and one finding) when it cannot be read."""
+        cached = self._listings.get(folder)
+        if cached is not None:
+            return cached
+        try:
+            with os.scandir(folder) as scan:
+                found = [Entry(item.name, folder, _is_dir(item)) for item in scan]
+        except OSError as exc:
+            self.unreadable(folder, exc, what="folder")
+            found = []
+        listing = tuple(sorted(found, key=lambda entry: entry.name))
+        self._listings[folder] = listing
+        return listing
+
+    def subfolders(self, folder: Path) -> list[Path]:
+        found = self._subfolders.get(folder)
+        if found is None:
+            found = self._subfolders[folder] = [entry.path for entry in self.entries(folder) if entry.is_dir]
+        return found
+
+    def subfolder_names(self, folder: Path) -> frozenset[str]:
+        return frozenset(path.name for path in self.subfolders(folder))
+
+    def names(self, folder: Path) -> frozenset[str]:
+        found = self._names.get(folder)
+        if found is None:
+            found = self._names[folder] = frozenset(entry.name for entry in self.entries(folder))
+        return found
+
+    def was_unreadable(self, path: Path) -> bool:
+        return path in self._reported
+
+    def unreadable(self, path: Path, exc: OSError, *, what: str = "path") -> None:
+        if path in self._reported:
+            return
+        self._reported.add(path)
+        self.reporter.add(
+            "L111",
+            path,
+            f"cannot read {what} {str(path)!r}: {describe_access(path, exc)}",
+            "Triton reads the repository as the server's user: give it read and search permission "
+            "(chmod -R a+rX on the repository)",
+        )
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()  # follows links; a dangling or looping link is not a folder
+    except OSError:
+        return False
+
+
+def folder_identity(folder: Path) -> tuple[int, int] | None:
+    """(device, inode) of the folder a path leads to, or None when it cannot be reached."""
+    try:
+        info = folder.stat()
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)

@@ -1,0 +1,284 @@
+"""The ``sagemaker`` launcher: a SageMaker real-time endpoint, deployed for the run or reused read-only.
+
+``--cloud`` deploys the repository (see :mod:`pytest_triton.cloud.deploy`) and removes everything again at
+``stop()``; ``--cloud --endpoint NAME`` serves an existing endpoint and changes nothing
+(:mod:`pytest_triton.cloud.reuse`). An endpoint has only InvokeEndpoint: ``urls`` has ``sagemaker`` alone,
+there is no model control, and the transport is sagemaker-runtime's InvokeEndpoint. Its log is the
+CloudWatch log group ``/aws/sagemaker/Endpoints/NAME``.
+
+Settings read (from :class:`~pytest_triton.servers.base.ServeOptions`): ``endpoint``, ``s3_uri``,
+``instance_type``, ``triton_version``, ``image``, ``sagemaker_role`` (else $PYTEST_TRITON_SAGEMAKER_ROLE),
+``region``, ``poll_interval`` and ``deploy_timeout`` (seconds).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import ClassVar
+from typing import final
+
+from pytest_triton.errors import ConfigError
+from pytest_triton.errors import ServerError
+from pytest_triton.servers.base import InferenceEndpoint
+from pytest_triton.servers.base import Prepared
+from pytest_triton.servers.base import ServeOptions
+from pytest_triton.servers.base import ServerUrls
+from pytest_triton.servers.process import make_owned_workdir
+from pytest_triton.servers.wait import ProgressCallback
+from pytest_triton.servers.wait import stderr_progress
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from pytest_triton.cloud.aws import AwsClients
+    from pytest_triton.cloud.deploy import Deployment
+    from pytest_triton.cloud.deploy import DeployOptions
+    from pytest_triton.cloud.invoke import InvokeEndpointTransport
+    from pytest_triton.cloud.reuse import ExistingEndpoint
+
+ROLE_ENV = "PYTEST_TRITON_SAGEMAKER_ROLE"
+# what the NGC tritonserver image inside sagemaker-tritonserver ships (the backends the contracts need)
+IMAGE_BACKENDS = frozenset({"onnxruntime", "python", "pytorch", "tensorrt"})
+
+
+def deploy_options_from(options: ServeOptions) -> DeployOptions:
+    """The deployment's options from the launcher settings (``--instance-type`` and friends)."""
+    from pytest_triton.cloud.deploy import DeployOptions
+
+    given: dict[str, Any] = {
+        "instance_type": options.setting("instance_type"),
+        "triton_version": options.setting("triton_version"),
+        "image": options.setting("image"),
+        "s3_uri": options.setting("s3_uri"),
+        "role": options.setting("sagemaker_role") or os.environ.get(ROLE_ENV) or None,
+        "poll_interval": options.setting("poll_interval"),
+        "timeout": options.setting("deploy_timeout"),
+    }
+    return DeployOptions(env=dict(options.env), **{k: v for k, v in given.items() if v is not None})
+
+
+@final
+class SageMakerLauncher:
+    """A SageMaker endpoint serving a repository (deployed now, torn down at stop) or an existing one."""
+
+    name: ClassVar[str] = "sagemaker"
+
+    def __init__(
+        self,
+        repository: Path | None,
+        *,
+        deploy: DeployOptions | None = None,
+        endpoint: str | None = None,
+        region: str | None = None,
+        staging: Path | None = None,
+        progress: ProgressCallback | None = stderr_progress,
+    ) -> None:
+        from pytest_triton.cloud.deploy import DeployOptions
+
+        if repository is None and endpoint is None:
+            raise ConfigError("the sagemaker launcher needs a repository to deploy, or --endpoint NAME to reuse")
+        self.repository = None if repository is None else Path(repository)
+        self.deploy = deploy or DeployOptions()
+        self.endpoint = endpoint
+        self.region = region
+        self.staging = staging
+        self.progress = progress
+        self.deployment: Deployment | None = None
+        self.existing: ExistingEndpoint | None = None
+        self._clients: AwsClients | None = None
+        self._prepared: Prepared | None = None
+        self._workdir: Path | None = None
+        self._name: str | None = None
+
+    @classmethod
+    def from_options(
+        cls, repository: Path | None, options: ServeOptions, *, models: Sequence[str] | None = None
+    ) -> Self:
+        """From the common options; ``models`` may only name the one model the endpoint serves."""
+        env = dict(options.env)
+        if models is not None:
+            if len(models) != 1:
+                raise ConfigError(f"models={list(models)!r}: a SageMaker endpoint serves one (default) model")
+            env.setdefault("SAGEMAKER_TRITON_DEFAULT_MODEL_NAME", models[0])
+        endpoint = options.setting("endpoint")
+        return cls(
+            None if endpoint else repository,
+            deploy=deploy_options_from(dataclasses.replace(options, env=env)),
+            endpoint=endpoint,
+            region=options.setting("region"),
+            staging=options.staging,
+            progress=options.progress,
+        )
+
+    # -- what it serves -----------------------------------------------------------------------------------
+
+    @property
+    def clients(self) -> AwsClients:
+        from pytest_triton.cloud.aws import AwsClients
+
+        if self._clients is None:
+            self._clients = AwsClients.connect(self.region)
+        return self._clients
+
+    @property
+    def reused(self) -> bool:
+        return self.endpoint is not None
+
+    @property
+    def endpoint_name(self) -> str:
+        if self._name is None:
+            raise ServerError("SageMakerLauncher is not started; call start() first")
+        return self._name
+
+    @property
+    def prepared(self) -> Prepared | None:
+        return self._prepared
+
+    @property
+    def control(self) -> None:
+        """None: an endpoint has no model control."""
+        return None
+
+    @property
+    def backends(self) -> frozenset[str]:
+        return IMAGE_BACKENDS
+
+    @property
+    def has_gpu(self) -> bool:
+        from pytest_triton.cloud.instances import instance_has_gpu
+
+        return instance_has_gpu(self.instance_type)
+
+    @property
+    def instance_type(self) -> str:
+        """The endpoint's instance type (the reused endpoint's, or the one deployed to)."""
+        return self.existing.instance_type if self.existing is not None else self.deploy.instance_type
+
+    @property
+    def budget_key(self) -> str | None:
+        """The latency-budget hardware key of the endpoint's GPU (``nvidia-a10g`` for ml.g5.*), None if unknown."""
+        from pytest_triton.cloud.instances import budget_key
+
+        return budget_key(self.instance_type)
+
+    @property
+    def urls(self) -> ServerUrls:
+        """``sagemaker`` only: the endpoint's InvokeEndpoint base URL (``.../endpoints/NAME``)."""
+        runtime = self.clients.runtime
+        return ServerUrls(sagemaker=f"{runtime.meta.endpoint_url}/endpoints/{self.endpoint_name}")
+
+    def _work(self) -> Path:
+        if self._workdir is None:
+            base = self.staging if self.staging is not None else Path(tempfile.gettempdir())
+            base.mkdir(parents=True, exist_ok=True)
+            self._workdir = make_owned_workdir(base)  # swept once its process is gone, even after SIGKILL
+        return self._workdir
+
+    def prepare(self, source: Path | None = None) -> Prepared:
+        """Deploy: lint and package the repository (nothing created in AWS). Reuse: read what the endpoint serves."""
+        from pytest_triton.cloud.deploy import Deployment
+        from pytest_triton.cloud.reuse import download_model_data
+        from pytest_triton.cloud.reuse import inspect_endpoint
+
+        if self._prepared is not None:
+            return self._prepared
+        if self.endpoint is not None:
+            self.existing = inspect_endpoint(self.clients, self.endpoint)
+            folder = download_model_data(self.clients, self.existing, self._work() / "model")
+            self._name = self.endpoint
+            self._prepared = Prepared(
+                folder, folder, (self.existing.default_model,), (), (self.existing.describe(),), self.existing.name
+            )
+            return self._prepared
+        repository = Path(source) if source is not None else self.repository
+        assert repository is not None
+        self.deployment = Deployment(self.clients, repository, self.deploy, self._work(), progress=self.progress)
+        archive = self.deployment.package()
+        notes = (
+            f"deploying {archive.name} to SageMaker ({self.deploy.instance_type}, {self.deployment.image}) "
+            f"as run {self.deployment.run_id}",
+            *self.deployment.warnings,
+        )
+        self._prepared = Prepared(repository, repository, (self.deployment.default_model,), (), notes)
+        return self._prepared
+
+    # -- lifecycle ------------------------------------------------------------------------------------------
+
+    def start(self) -> Self:
+        """Deploy and wait for InService (tearing down on any failure), or check the reused endpoint."""
+        self.prepare()
+        if self.deployment is not None:
+            try:
+                self._name = self.deployment.deploy()
+            except BaseException:
+                self._cleanup_workdir()
+                raise
+            assert self._prepared is not None
+            self._prepared = dataclasses.replace(self._prepared, location=self.deployment.model_data_url)
+        return self
+
+    def stop(self) -> None:
+        """Remove what this run created (nothing for a reused endpoint); DeploymentError lists what is left."""
+        try:
+            if self.deployment is not None:
+                self.deployment.teardown()
+        finally:
+            self._cleanup_workdir()
+
+    def _cleanup_workdir(self) -> None:
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # -- queries ---------------------------------------------------------------------------------------
+
+    def logs(self) -> str:
+        return self.log_tail(10_000)
+
+    def log_tail(self, lines: int = 50) -> str:
+        """The last lines of CloudWatch's ``/aws/sagemaker/Endpoints/NAME`` ("" before start)."""
+        from pytest_triton.cloud.deploy import endpoint_log_tail
+
+        if self._name is None:
+            return ""
+        return endpoint_log_tail(self.clients.logs, self._name, events=lines)
+
+    def exit_status(self) -> str | None:
+        """None: SageMaker restarts its containers itself; ``check_alive()`` reads the endpoint's status."""
+        return None
+
+    def check_alive(self) -> None:
+        status = self.clients.sagemaker.describe_endpoint(EndpointName=self.endpoint_name)["EndpointStatus"]
+        if status != "InService":
+            raise ServerError(f"endpoint {self.endpoint_name!r} is {status}", log_tail=self.log_tail())
+
+    def transport(self, protocol: InferenceEndpoint = "sagemaker", *, binary: bool = True) -> InvokeEndpointTransport:
+        """InvokeEndpoint for the endpoint's default model (its inputs read from the served config.pbtxt)."""
+        from pytest_triton.cloud.invoke import InvokeEndpointTransport
+        from pytest_triton.cloud.specs import model_input_specs
+
+        if protocol != "sagemaker":
+            raise ServerError(
+                f"protocol={protocol!r}: a SageMaker endpoint serves only InvokeEndpoint; use transport('sagemaker')"
+            )
+        prepared = self.prepared
+        if prepared is None:
+            raise ServerError("SageMakerLauncher is not started; call start() first")
+        specs = model_input_specs(prepared.folder, prepared.models[0])
+        return InvokeEndpointTransport(self.clients.runtime, self.endpoint_name, specs, binary=binary)

@@ -1,0 +1,85 @@
+"""What a hard-killed pytest leaves in /dev/shm: nothing, unless the python stubs are killed too.
+
+Runs pytest in a subprocess holding a real tritonserver with a python model, SIGKILLs it, and
+watches the shared-memory regions its launcher named after its pid.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pytest_triton.servers.process import SHM_DIR
+from pytest_triton.servers.process import children_of
+from pytest_triton.servers.process import sweep_stale_shm
+
+WORKTREE = Path(__file__).resolve().parents[3]
+REPOSITORY = WORKTREE / "model_repos" / "examples"
+HOLD = """
+import time
+from pathlib import Path
+def test_hold(triton_server):
+    Path("ready").write_text("1")
+    time.sleep(300)
+"""
+
+pytestmark = pytest.mark.skipif(not SHM_DIR.is_dir(), reason="no /dev/shm on this system")
+
+
+def regions(pid: int) -> list[str]:
+    return [name for name in os.listdir(SHM_DIR) if name.startswith(f"pytest_triton_{pid}_")]
+
+
+def start_holder(folder: Path) -> subprocess.Popen[bytes]:
+    (folder / "test_hold.py").write_text(HOLD)
+    env = {**os.environ, "PYTHONPATH": str(WORKTREE)}
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--triton-repository", str(REPOSITORY)]
+    holder = subprocess.Popen(
+        [*command, "test_hold.py"], cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 120
+    while not (folder / "ready").exists():
+        if holder.poll() is not None or time.monotonic() > deadline:
+            holder.kill()
+            pytest.fail(f"the holding pytest did not get a server (exit {holder.poll()})")
+        time.sleep(0.2)
+    return holder
+
+
+def wait_for(condition: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_sigkill_of_pytest_leaves_no_shared_memory(tmp_path: Path) -> None:
+    holder = start_holder(tmp_path)
+    assert regions(holder.pid), "the python model's stub holds a region while it runs"
+    holder.kill()
+    holder.wait()
+    assert wait_for(lambda: not regions(holder.pid), 10), regions(holder.pid)
+
+
+def test_killing_the_stubs_too_leaves_a_region_that_the_next_run_sweeps(tmp_path: Path) -> None:
+    holder = start_holder(tmp_path)
+    servers = children_of(holder.pid)
+    assert servers, "tritonserver runs as a child of pytest"
+    for server in servers:  # the server leads its own group, its stubs included
+        os.killpg(server, signal.SIGKILL)
+    holder.kill()
+    holder.wait()
+    left = regions(holder.pid)  # at once: any pytest-triton start on this machine sweeps dead owners
+    if not left:
+        pytest.skip("another pytest-triton process on this machine swept the region before it was checked")
+    sweep_stale_shm()
+    assert regions(holder.pid) == []

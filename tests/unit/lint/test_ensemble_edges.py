@@ -1,0 +1,68 @@
+"""Shape agreement along ensemble edges whose ends batch differently (Triton's ValidateTensorConsistency:
+the dims must agree with -1 as a wildcard, or else the dims with the batch dimension prepended)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_triton.lint import lint_path
+from tests.unit.lint.helpers import write_model
+
+
+def python_step(name: str, batch: int, in_dims: str, out_dims: str) -> str:
+    return (
+        f'name: "{name}"\nbackend: "python"\nmax_batch_size: {batch}\n'
+        f'input [ {{ name: "IN" data_type: TYPE_FP32 dims: [ {in_dims} ] }} ]\n'
+        f'output [ {{ name: "OUT" data_type: TYPE_FP32 dims: [ {out_dims} ] }} ]\n'
+    )
+
+
+ENSEMBLE = """name: "ens"
+platform: "ensemble"
+max_batch_size: 0
+input [ { name: "X" data_type: TYPE_FP32 dims: [ %s ] } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ %s ] } ]
+ensemble_scheduling { step [
+  { model_name: "a" model_version: -1 input_map { key: "IN" value: "X" } output_map { key: "OUT" value: "mid" } },
+  { model_name: "b" model_version: -1 input_map { key: "IN" value: "mid" } output_map { key: "OUT" value: "Y" } }
+] }
+"""
+
+
+@pytest.mark.parametrize(
+    ("a_batch", "a_out", "b_batch", "b_in", "verdict"),
+    [
+        (0, "-1, 16", 8, "16", None),  # [-1,16] against the batching [-1,16]: agrees with the batch dim
+        (0, "-1", 8, "16", None),  # -1 matches 16 before the batch dim is counted
+        (0, "4, 16", 8, "16", None),  # [4,16] against [-1,16]: the batch wildcard takes the 4
+        (
+            0,
+            "-1, 8",
+            8,
+            "16",
+            "inconsistent shape: [-1,8] is inferred from model a while [-1,16] is inferred from model b",
+        ),
+        (0, "-1, -1, 16", 8, "16", "inconsistent shape: [-1,-1,16] is inferred from model a while [-1,16] is inferred"),
+        (8, "16", 0, "-1, 16, 1", "inconsistent shape: [-1,16] is inferred from model a while [-1,16,1] is inferred"),
+        (8, "-1", 0, "2, 3", None),  # [-1] and [2,3] differ in rank, but [-1,-1] matches [2,3]
+        (8, "3", 0, "2, 4", "inconsistent shape: [-1,3] is inferred from model a while [2,4] is inferred from model b"),
+    ],
+)
+def test_edge_between_steps_that_batch_differently(
+    tmp_path: Path, a_batch: int, a_out: str, b_batch: int, b_in: str, verdict: str | None
+) -> None:
+    a_in = "16" if a_batch else "-1, 16"
+    b_out = "16" if b_batch else "-1, 16"
+    write_model(tmp_path, "a", python_step("a", a_batch, a_in, a_out), {"1/model.py": ""})
+    write_model(tmp_path, "b", python_step("b", b_batch, b_in, b_out), {"1/model.py": ""})
+    write_model(tmp_path, "ens", ENSEMBLE % ("-1, 16", "-1, 16"))
+    (tmp_path / "ens" / "1").mkdir()
+    findings = [f for f in lint_path(tmp_path) if f.severity == "error"]
+    if verdict is None:
+        assert findings == []
+    else:
+        (finding,) = findings
+        assert finding.rule == "E318"
+        assert f"in ensemble ens, ensemble tensor mid: {verdict}" in finding.message
