@@ -42,6 +42,7 @@ from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
 from pytest_triton.repository.layout import model_folders
 from pytest_triton.repository.layout import require_folder
+from pytest_triton.repository.sagemaker import DEFAULT_MODEL_ENV
 from pytest_triton.servers.base import LOCALHOST
 from pytest_triton.servers.base import InferenceEndpoint
 from pytest_triton.servers.base import Prepared
@@ -319,12 +320,13 @@ class DockerLauncher:
         container.with_volume_mapping(str(self._prepared.folder), CONTAINER_REPOSITORY, "ro")
         env = dict(self.env)
         if self.sagemaker and len(models) == 1:  # what the SageMaker Triton image's serve script does
-            env.setdefault("SAGEMAKER_TRITON_DEFAULT_MODEL_NAME", models[0])
+            env.setdefault(DEFAULT_MODEL_ENV, models[0])
         container.with_envs(**env)
         if self.network == "bridge":
-            names = ["http", "grpc", "metrics", "sagemaker"][: len(ports)]
-            for name, port in zip(names, ports):
-                container.with_bind_ports(f"{CONTAINER_PORTS[name]}/tcp", (LOCALHOST, port))  # type: ignore[arg-type]
+            endpoints = ["http", "grpc", "metrics", "sagemaker"][: len(ports)]
+            for endpoint, port in zip(endpoints, ports):
+                # docker-py takes (address, port); testcontainers' annotation says int
+                container.with_bind_ports(f"{CONTAINER_PORTS[endpoint]}/tcp", (LOCALHOST, port))  # type: ignore[arg-type]
         # one call: with_kwargs replaces whatever an earlier call set
         container.with_kwargs(
             device_requests=device_requests(self.gpus),

@@ -127,3 +127,16 @@ def test_model_that_fails_to_load_reports_tritons_reason(standin_image: str, tmp
         launcher.start()
     assert info.value.model == "broken"
     assert launcher.container_id is None  # removed after the failed start
+
+
+def test_sagemaker_frontend_in_the_container(standin_image: str, tmp_path: Path) -> None:
+    from pytest_triton.servers.rest import fetch_text
+
+    add_model(tmp_path)
+    with DockerLauncher(tmp_path, image=standin_image, pull="never", sagemaker=True, startup_timeout=120) as launcher:
+        url = launcher.urls.need("sagemaker")
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+", url)
+        fetch_text(f"{url}/ping")  # raises unless 200
+        assert "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME=add" in " ".join(
+            launcher._container._container.attrs["Config"]["Env"]
+        )
