@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 MARKERS = {
     "gpu": "Test needs a GPU; runs only with --gpu",
-    "docker": "Test needs a Docker engine and a docker launcher (none ships in this version: skipped)",
+    "docker": "Test needs a Docker engine and the docker launcher (--triton-launcher docker)",
     "cloud": "Test needs a SageMaker endpoint; runs only with --cloud (the sagemaker launcher)",
     "triton_lint": "Lint item of a model folder (select them with -m triton_lint)",
     "triton_contract": "Item of a contracts file (select them with -m triton_contract)",
@@ -43,10 +43,44 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME",
         default=None,
         help="How to get a Triton server: local (a tritonserver process, the default), url (a running one, "
-        "--triton-url), or a launcher another package registers",
+        "--triton-url), docker (a Triton image, --triton-image), or a launcher another package registers",
     )
     group.addoption("--tritonserver", metavar="PATH", default=None, help="tritonserver binary for the local launcher")
     group.addoption("--triton-url", metavar="URL", default=None, help="HTTP URL of a running Triton (url launcher)")
+    group.addoption(
+        "--triton-image",
+        metavar="IMAGE",
+        default=None,
+        help="Triton image for the docker launcher (default nvcr.io/nvidia/tritonserver:26.05-py3)",
+    )
+    group.addoption(
+        "--triton-network",
+        choices=("host", "bridge"),
+        default=None,
+        help="Docker launcher networking: host (default; ports chosen free, bound on 127.0.0.1) or bridge "
+        "(ports published on 127.0.0.1)",
+    )
+    group.addoption(
+        "--triton-shm-size", metavar="SIZE", default=None, help="Shared memory of the container (default 1g)"
+    )
+    group.addoption(
+        "--triton-gpu-devices",
+        metavar="IDS",
+        default=None,
+        help="GPUs given to the container with --gpu, e.g. 0,1 (default all)",
+    )
+    group.addoption(
+        "--triton-pull",
+        choices=("missing", "always", "never"),
+        default=None,
+        help="When the docker launcher pulls its image (default missing)",
+    )
+    group.addoption(
+        "--triton-ryuk",
+        action="store_true",
+        default=None,
+        help="Let testcontainers start its Ryuk reaper container (it must be pullable; off by default)",
+    )
     group.addoption(
         "--triton-repository",
         metavar="PATH",
@@ -113,6 +147,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("triton_repository", "Model repository served by the triton_server fixture", default="")
     parser.addini("triton_launcher", "Default launcher (local, url or a registered one)", default="")
     parser.addini("triton_startup_timeout", "Seconds to wait for the server and its models", default="120")
+    parser.addini(
+        "triton_container_startup_timeout",
+        "Seconds the docker launcher waits for its server and models (a first TensorRT start builds engines)",
+        default="600",
+    )
 
 
 def _add_cloud_options(parser: pytest.Parser) -> None:
@@ -149,6 +188,9 @@ def _check_cloud_options(config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+    from pytest_triton.servers.docker_owners import run_id
+
+    run_id()  # set before xdist starts its workers, so that they share it (standard library only)
     if config.getoption("gpu"):
         from pytest_triton.errors import PytestTritonError
         from pytest_triton.hardware import require_gpu
@@ -175,6 +217,16 @@ def pytest_configure(config: pytest.Config) -> None:
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from exc
     load_contracts(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):  # an xdist worker: its controller cleans up once every worker is done
+        return
+    launcher = config.getoption("triton_launcher") or config.getini("triton_launcher")
+    if launcher == "docker":  # containers of this run that outlived their owner and its reaper
+        from pytest_triton.servers.docker_owners import end_of_run
+
+        end_of_run()
 
 
 def _bench(config: pytest.Config) -> TritonBench:
@@ -207,7 +259,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if item.get_closest_marker("gpu") and not config.getoption("gpu"):
             item.add_marker(pytest.mark.skip(reason="needs a GPU: run with --gpu on a GPU runner"))
         if item.get_closest_marker("docker") and launcher != "docker":
-            item.add_marker(pytest.mark.skip(reason="needs the docker launcher, which this version does not ship"))
+            item.add_marker(pytest.mark.skip(reason="needs the docker launcher: run with --triton-launcher docker"))
         if item.get_closest_marker("cloud") and launcher != "sagemaker":
             item.add_marker(pytest.mark.skip(reason="needs a SageMaker endpoint: run with --cloud (AWS credentials)"))
 

@@ -33,6 +33,12 @@ from pytest_triton.session_state import session_state
 _SETTINGS = {
     "tritonserver": "tritonserver",
     "triton_url": "url",
+    "triton_image": "triton_image",
+    "triton_network": "network",
+    "triton_shm_size": "shm_size",
+    "triton_gpu_devices": "gpu_devices",
+    "triton_pull": "pull",
+    "triton_ryuk": "ryuk",
     # --cloud (the sagemaker launcher)
     "endpoint": "endpoint",
     "s3_uri": "s3_uri",
@@ -102,6 +108,13 @@ class TritonServerFactory:
             startup_timeout = float(timeout)
         except ValueError:
             raise ConfigError(f"ini triton_startup_timeout={timeout!r} is not a number of seconds") from None
+        container_timeout = str(config.getini("triton_container_startup_timeout"))
+        try:
+            settings["container_startup_timeout"] = float(container_timeout)
+        except ValueError:
+            raise ConfigError(
+                f"ini triton_container_startup_timeout={container_timeout!r} is not a number of seconds"
+            ) from None
         options = ServeOptions(
             gpu=bool(config.getoption("gpu")),
             startup_timeout=startup_timeout,

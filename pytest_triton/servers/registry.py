@@ -27,6 +27,7 @@ DEFAULT_LAUNCHER = "local"
 _BUILTIN: dict[str, str] = {
     "local": "pytest_triton.servers.local:LocalLauncher",
     "url": "pytest_triton.servers.url:UrlLauncher",
+    "docker": "pytest_triton.servers.docker:DockerLauncher",
     "sagemaker": "pytest_triton.servers.sagemaker:SageMakerLauncher",
     "sagemaker-local": "pytest_triton.servers.sagemaker_local:SageMakerLocalLauncher",
 }

@@ -250,6 +250,6 @@ def test_an_unknown_launcher_stops_the_run_listing_the_known_ones(pytester: pyte
     result.stderr.fnmatch_lines(
         [
             "ERROR: invalid contracts file: */contracts.toml:11:1: "
-            "variants.b.launcher='kubernetes': *(known: local, sagemaker, sagemaker-local, url)*"
+            "variants.b.launcher='kubernetes': *(known: docker, local, sagemaker, sagemaker-local, url)*"
         ]
     )

@@ -105,6 +105,6 @@ def test_an_unknown_launcher_is_a_usage_error(pytester: pytest.Pytester) -> None
     result = pytester.runpytest_subprocess("--triton-launcher", "nope", "-p", "no:cacheprovider")
     assert result.ret != 0
     result.stderr.fnmatch_lines(
-        ["*launcher='nope' is not a known launcher (known: local, sagemaker, sagemaker-local, url*"]
+        ["*launcher='nope' is not a known launcher (known: docker, local, sagemaker, sagemaker-local, url*"]
     )
     assert "passed" not in result.stdout.str()

@@ -29,7 +29,7 @@ def test_builtin_launchers() -> None:
 def test_unknown_launcher_lists_the_known_ones_and_how_to_add_one() -> None:
     with pytest.raises(
         ConfigError,
-        match=r"launcher='nope' is not a known launcher \(known: local, sagemaker, sagemaker-local, url.*\)",
+        match=r"launcher='nope' is not a known launcher \(known: docker, local, sagemaker, sagemaker-local, url.*\)",
     ) as info:
         launcher_class("nope")
     assert ENTRY_POINT_GROUP in str(info.value)

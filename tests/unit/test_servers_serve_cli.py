@@ -28,7 +28,7 @@ def test_unknown_launcher_lists_the_known_ones(tmp_path: Path, capsys: pytest.Ca
     assert serve_main([str(tmp_path), "--launcher", "nope"]) == 1
     out, err = capsys.readouterr()
     assert out == ""
-    assert "launcher='nope' is not a known launcher (known: local, sagemaker, sagemaker-local, url" in err
+    assert "launcher='nope' is not a known launcher (known: docker, local, sagemaker, sagemaker-local, url" in err
 
 
 def test_settings_must_be_key_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
