@@ -74,6 +74,7 @@ from pytest_triton.servers.ports import reserve_ports
 from pytest_triton.servers.process import make_owned_workdir
 from pytest_triton.servers.process import sweep_dead_owners
 from pytest_triton.servers.rest import TritonRest
+from pytest_triton.servers.rest import fetch_text
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import models_poll
@@ -390,9 +391,17 @@ class DockerLauncher:
         assert self._urls is not None
         rest = TritonRest(self._urls.need("http"), timeout=2.0)
 
+        ping = f"{self._urls.sagemaker}/ping" if self._urls.sagemaker else None
+
         def check() -> Poll:
             self._check_running()
-            return models_poll(rest, models)
+            poll = models_poll(rest, models)
+            if poll.done and ping is not None:  # the SageMaker frontend starts after the HTTP one
+                try:
+                    fetch_text(ping, timeout=2.0)
+                except ServerError as err:
+                    return Poll(False, f"SageMaker frontend not answering yet: {err}")
+            return poll
 
         try:
             wait_until(

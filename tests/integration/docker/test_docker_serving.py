@@ -63,6 +63,8 @@ def test_http_and_grpc_inference(server: DockerLauncher) -> None:
     import tritonclient.grpc as grpcclient
     import tritonclient.http as httpclient
 
+    from pytest_triton.client.transports import grpc_client
+
     a = np.array([1.0, 2.0, 3.5], dtype=np.float32)
     b = np.array([10.0, 20.0, -3.5], dtype=np.float32)
     http = httpclient.InferenceServerClient(server.urls.need("http").removeprefix("http://"))
@@ -71,7 +73,7 @@ def test_http_and_grpc_inference(server: DockerLauncher) -> None:
     inputs[1].set_data_from_numpy(b)
     np.testing.assert_array_equal(http.infer("add", inputs).as_numpy("C"), a + b)
     http.close()
-    grpc = grpcclient.InferenceServerClient(server.urls.need("grpc"))
+    grpc = grpc_client(server.urls.need("grpc"))  # tritonclient's own would honour http_proxy
     batch = np.arange(6, dtype=np.int64).reshape(2, 3)
     echo_input = grpcclient.InferInput("INPUT", [2, 3], "INT64")
     echo_input.set_data_from_numpy(batch)
