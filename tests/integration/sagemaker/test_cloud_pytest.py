@@ -99,10 +99,18 @@ def _ensemble_project(tmp_path: Path, test_source: str) -> Path:
     return project
 
 
+# pytest with Python's own SIGINT handler: a runner that starts the suite in the background (`cmd &` in a
+# script) ignores SIGINT, children inherit that, and the Ctrl-C these tests send would never reach pytest
+_PYTEST_WITH_CTRL_C = (
+    "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "import pytest; sys.exit(pytest.main(sys.argv[1:]))"
+)
+
+
 def _pytest(project: Path, aws: OfflineAws, *args: str, **env: str) -> subprocess.Popen[str]:
     environ = {**os.environ, **aws.env, **env, "PYTEST_TRITON_ROOT": str(ROOT)}
     environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(project)])
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-rA", *args]
+    command = [sys.executable, "-c", _PYTEST_WITH_CTRL_C, "-p", "no:cacheprovider", "-p", "no:xdist", "-rA", *args]
     return subprocess.Popen(
         command, cwd=project, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
