@@ -2,7 +2,7 @@
 
 An escape is an exception out of ``lint_path`` or an X001 finding (a rule that raised). The trees
 include link loops, dangling links, FIFOs and folders without permissions (which only bite when
-the tests run as an ordinary user; test_robustness.py covers those as uid 65534). Each test is
+the tests run as an ordinary user; test_robustness.py covers those without root's read override). Each test is
 bounded to a few seconds.
 """
 

@@ -1,7 +1,10 @@
 """Whatever a target holds, linting ends with findings: no traceback, no hang, no unbounded read.
 
-The permission cases run the CLI as an unprivileged user (``setpriv`` to uid 65534 when the tests
-run as root, as CI does: root reads every tree, which hides what a server's user sees).
+The permission cases run the CLI without the right to read what the mode bits deny. As root (CI runs
+as root, and root reads every tree, which hides what a server's user sees) that is root without
+CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (``setpriv``), on a tree handed to uid 65534 first, so the
+mode's "other" bits apply. Switching to uid 65534 instead would lose the interpreter: a pyenv Python
+under /root (mode 700) starts as that user with Debian's paths and without the project's packages.
 """
 
 from __future__ import annotations
@@ -139,10 +142,17 @@ def test_limits_from_name_value_settings() -> None:
 # --- unreadable paths, linted by an unprivileged user -------------------------------------------
 
 
-def run_cli(args: list[str], *, as_nobody: bool = False, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+WITHOUT_READ_OVERRIDE = [
+    "setpriv",
+    "--inh-caps=-dac_override,-dac_read_search",
+    "--bounding-set=-dac_override,-dac_read_search",
+]
+
+
+def run_cli(args: list[str], *, unprivileged: bool = False, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "pytest_triton", *args]
-    if as_nobody and os.geteuid() == 0:
-        command = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *command]
+    if unprivileged and os.geteuid() == 0:
+        command = [*WITHOUT_READ_OVERRIDE, *command]
     env = {**os.environ, "PYTHONPATH": str(WORKTREE)}
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, check=False)
 
@@ -151,9 +161,9 @@ def run_cli(args: list[str], *, as_nobody: bool = False, timeout: float = 120) -
 def public_tmp() -> Iterator[Path]:
     """A folder every user can search (pytest's tmp_path is private to its owner)."""
     if os.geteuid() == 0 and shutil.which("setpriv") is None:
-        pytest.skip("running as root without setpriv: cannot lint as an unprivileged user")
-    if os.geteuid() == 0 and run_cli(["rules"], as_nobody=True).returncode != 0:
-        pytest.skip(f"uid {NOBODY} cannot run {sys.executable} from {WORKTREE}")
+        pytest.skip("running as root without setpriv: cannot drop root's right to read every file")
+    if os.geteuid() == 0 and (probe := run_cli(["rules"], unprivileged=True)).returncode != 0:
+        pytest.skip(f"{' '.join(WITHOUT_READ_OVERRIDE)} cannot run {sys.executable}: {probe.stderr.strip()}")
     folder = Path(tempfile.mkdtemp(prefix="pytest-triton-perm-", dir="/tmp"))
     folder.chmod(0o755)
     try:
@@ -165,8 +175,12 @@ def public_tmp() -> Iterator[Path]:
         shutil.rmtree(folder)
 
 
-def lint_as_nobody(target: Path) -> list[dict[str, object]]:
-    result = run_cli(["lint", "--format", "json", str(target)], as_nobody=True)
+def lint_unprivileged(tree: Path, target: Path) -> list[dict[str, object]]:
+    """Lint ``target`` (inside ``tree``) as a user the mode bits of ``tree`` apply to."""
+    if os.geteuid() == 0:
+        for path in [tree, *tree.rglob("*")]:
+            os.lchown(path, NOBODY, NOBODY)
+    result = run_cli(["lint", "--format", "json", str(target)], unprivileged=True)
     assert "Traceback" not in result.stderr, result.stderr
     findings: list[dict[str, object]] = json.loads(result.stdout)
     return findings
@@ -187,41 +201,41 @@ def single_unreadable(findings: list[dict[str, object]], path: Path) -> dict[str
     (finding,) = unreadable
     assert str(path) in str(finding["path"]) + str(finding["message"])
     assert "Permission denied" in str(finding["message"])
-    assert f"uid {NOBODY if os.geteuid() == 0 else os.geteuid()}" in str(finding["message"])
+    assert f"the linter runs as uid {os.geteuid()}" in str(finding["message"])
     return finding
 
 
 def test_unreadable_model_folder(public_tmp: Path) -> None:
     repo = make_tree(public_tmp)
     (repo / "m").chmod(0o000)
-    finding = single_unreadable(lint_as_nobody(repo), repo / "m")
+    finding = single_unreadable(lint_unprivileged(public_tmp, repo), repo / "m")
     assert "mode d---------" in str(finding["message"])
 
 
 def test_unreadable_version_folder(public_tmp: Path) -> None:
     repo = make_tree(public_tmp)
     (repo / "n" / "1").chmod(0o300)  # can enter, cannot list
-    finding = single_unreadable(lint_as_nobody(repo), repo / "n" / "1")
+    finding = single_unreadable(lint_unprivileged(public_tmp, repo), repo / "n" / "1")
     assert "mode d-wx------" in str(finding["message"])
 
 
 def test_unreadable_config(public_tmp: Path) -> None:
     repo = make_tree(public_tmp)
     (repo / "m" / "config.pbtxt").chmod(0o000)
-    finding = single_unreadable(lint_as_nobody(repo), repo / "m" / "config.pbtxt")
+    finding = single_unreadable(lint_unprivileged(public_tmp, repo), repo / "m" / "config.pbtxt")
     assert finding["rule"] == "C003"
 
 
 def test_unreadable_target(public_tmp: Path) -> None:
     repo = make_tree(public_tmp)
     repo.chmod(0o000)
-    single_unreadable(lint_as_nobody(repo), repo)
+    single_unreadable(lint_unprivileged(public_tmp, repo), repo)
 
 
 def test_target_behind_a_folder_nobody_can_search(public_tmp: Path) -> None:
     repo = make_tree(public_tmp)
     (public_tmp / "repos").chmod(0o700)
-    finding = single_unreadable(lint_as_nobody(repo), public_tmp / "repos")
+    finding = single_unreadable(lint_unprivileged(public_tmp, repo), public_tmp / "repos")
     assert finding["rule"] == "L111"
 
 
@@ -230,7 +244,7 @@ def test_unreadable_subfolder_of_a_folder_of_repositories(public_tmp: Path) -> N
     other = public_tmp / "repos" / "private"
     good_model(other / "repo", "p")
     other.chmod(0o000)
-    findings = lint_as_nobody(public_tmp / "repos")
+    findings = lint_unprivileged(public_tmp, public_tmp / "repos")
     single_unreadable(findings, other)
     assert not any("repo/m" in str(f["path"]) for f in findings if f["rule"] != "L111"), repo
 
@@ -330,6 +344,6 @@ def test_stray_config_at_a_plain_repository_root_is_a_warning(tmp_path: Path) ->
 def test_model_target_in_a_repository_nobody_can_list(public_tmp: Path) -> None:
     repo = make_tree(public_tmp)
     repo.chmod(0o311)  # searchable, not listable: the model itself is readable
-    findings = lint_as_nobody(repo / "m")
+    findings = lint_unprivileged(public_tmp, repo / "m")
     assert [f["rule"] for f in findings] == ["L111"]
     assert findings[0]["path"] == str(repo)
