@@ -5,8 +5,8 @@ settings sweep and the provider proof. Not a timed test: a script that prints an
     python benchmarks/gpu_mdeberta.py --models DIR --work DIR --out DIR [--phases ...] [--cpu]
 
 ``--models`` holds ``model.onnx``, ``model_fp16.onnx`` and ``build.json`` from ``gpu_build_mdeberta.py``.
-Phases (default: all, in this order): inprocess, served, fidelity, sweep, static, static1, threads, proof,
-report (static, static1, threads and proof are in ``gpu_phases.py``). Every phase adds
+Phases (default: all, in this order): inprocess, served, fidelity, sweep, static, static1, threads, duty,
+proof, report (static, static1, threads and proof are in ``gpu_phases.py``, duty in ``gpu_duty.py``). Every phase adds
 to ``WORK/state.json``, so a run can be split over several calls; ``report`` writes ``gpu-mdeberta.md`` and
 ``gpu-mdeberta.json`` under ``--out``. ``--cpu`` runs everything on the CPU provider (to test the script
 with the tiny model on a machine without a GPU); its numbers mean nothing for a GPU.
@@ -55,7 +55,7 @@ from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.factory import ServerFactory
 
 ROOT = Path(__file__).resolve().parent.parent
-PHASES = ("inprocess", "served", "fidelity", "sweep", "static", "static1", "threads", "proof", "report")
+PHASES = ("inprocess", "served", "fidelity", "sweep", "static", "static1", "threads", "duty", "proof", "report")
 TIMINGS_ENV = "PYTEST_TRITON_ADAPTER_TIMINGS"
 OUTPUT = "logits"
 INPUTS = ("input_ids", "attention_mask")
@@ -535,6 +535,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--samples", type=Path, default=ROOT / "model_repos/samples/nli_samples.jsonl")
     parser.add_argument("--proof-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    import gpu_duty
     import gpu_phases
 
     if args.proof_child:
@@ -555,6 +556,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "static": gpu_phases.phase_static,
         "static1": gpu_phases.phase_static1,
         "threads": gpu_phases.phase_threads,
+        "duty": gpu_duty.phase_duty,
         "proof": gpu_phases.phase_proof,
     }
     failed = False

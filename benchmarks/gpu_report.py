@@ -7,6 +7,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+import gpu_duty
+
 # H200 figures the issue gives: bf16/fp16 dense ~790 TFLOP/s, HBM ~4.3 TB/s. ONNX Runtime's CUDA provider runs
 # fp32 matmuls as TF32 by default: taken as half the fp16 rate (the ratio of the two on Hopper's data sheet).
 PEAK_TFLOPS = {"fp16": 790.0, "fp32": 395.0}
@@ -300,6 +302,10 @@ def write(state: dict[str, Any], out: Path) -> tuple[Path, Path]:
         "## b=1 fp32 and ONNX Runtime's intra-op threads",
         "",
         *_threads_lines(state),
+        "",
+        "## b=1: the adapter, or the idle time between requests? (`duty` phase)",
+        "",
+        *gpu_duty.report_lines(state),
         "",
         "## Provider proof and TensorRT",
         "",

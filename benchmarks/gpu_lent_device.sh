@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The lent H200 (the device tool, ../shared/device/README.md), after the wheels were carried in parts and
+# installed into /tmp/site: one step per call, so that no call runs past the device's 10-minute limit.
+#
+#   bash benchmarks/gpu_lent_device.sh suite   # the --gpu contract suite (benchmarks/gpu_suite.sh), then the
+#                                              # full-size model built by the image's torch
+#   bash benchmarks/gpu_lent_device.sh duty    # gpu_mdeberta.py's duty phase and its report section
+#
+# Everything it writes for the caller goes under $OUT (at most 8 files come back).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:?OUT is set by the device tool}
+work=/tmp/gpu-mdeberta
+case "${1:-}" in
+  suite)
+    bash benchmarks/gpu_suite.sh -q > "$out/suite-console.txt" 2>&1
+    echo "gpu_suite.sh exit $?" | tee -a "$out/suite-console.txt"
+    tail -25 "$out/suite-console.txt"
+    mkdir -p "$work"
+    /opt/torch/.venv/bin/python3 benchmarks/gpu_build_mdeberta.py --out "$work/models" > "$out/build.txt" 2>&1
+    echo "build exit $?"; tail -5 "$out/build.txt"
+    ;;
+  duty)
+    nvidia_root=$(/tmp/venv/bin/python3 -c "import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))")
+    LD_LIBRARY_PATH="$(find "$nvidia_root/nvidia" -maxdepth 2 -type d -name lib | tr '\n' ':')${LD_LIBRARY_PATH:-}"
+    export LD_LIBRARY_PATH PATH=/tmp/venv/bin:$PATH PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+    python3 benchmarks/gpu_mdeberta.py --models "$work/models" --work "$work" --out "$out" --phases duty \
+      2>&1 | tee "$out/duty-console.txt" | grep -v "^$" | tail -20
+    cp "$work/state.json" "$out/duty-state.json"
+    (cd benchmarks && python3 -c "import json, gpu_duty; print('\n'.join(gpu_duty.report_lines(json.load(open('$work/state.json')))))") \
+      | tee "$out/duty.md"
+    ;;
+  *)
+    echo "usage: $0 suite|duty" >&2
+    exit 2
+    ;;
+esac
