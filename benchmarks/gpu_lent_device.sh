@@ -2,9 +2,9 @@
 # The lent H200 (the device tool, ../shared/device/README.md), after the wheels were carried in parts and
 # installed into /tmp/site: one step per call, so that no call runs past the device's 10-minute limit.
 #
-#   bash benchmarks/gpu_lent_device.sh suite   # the --gpu contract suite (benchmarks/gpu_suite.sh), then the
-#                                              # full-size model built by the image's torch
+#   bash benchmarks/gpu_lent_device.sh build   # the full-size model, built by the image's torch
 #   bash benchmarks/gpu_lent_device.sh duty    # gpu_mdeberta.py's duty phase and its report section
+#   bash benchmarks/gpu_lent_device.sh suite   # the --gpu contract suite (benchmarks/gpu_suite.sh)
 #
 # Everything it writes for the caller goes under $OUT (at most 8 files come back).
 set -uo pipefail
@@ -12,15 +12,22 @@ cd "$(dirname "$0")/.."
 out=${OUT:?OUT is set by the device tool}
 work=/tmp/gpu-mdeberta
 case "${1:-}" in
-  suite)
-    bash benchmarks/gpu_suite.sh -q > "$out/suite-console.txt" 2>&1
-    echo "gpu_suite.sh exit $?" | tee -a "$out/suite-console.txt"
-    tail -25 "$out/suite-console.txt"
+  build)
     mkdir -p "$work"
     /opt/torch/.venv/bin/python3 benchmarks/gpu_build_mdeberta.py --out "$work/models" > "$out/build.txt" 2>&1
     echo "build exit $?"; tail -5 "$out/build.txt"
     ;;
+  suite)
+    bash benchmarks/gpu_suite.sh -q > "$out/suite-console.txt" 2>&1
+    echo "gpu_suite.sh exit $?" | tee -a "$out/suite-console.txt"
+    tail -25 "$out/suite-console.txt"
+    ;;
   duty)
+    if [ ! -x /tmp/venv/bin/python3 ]; then  # the environment gpu_suite.sh makes: /tmp/site before the image's
+      /usr/bin/python3 -m venv /tmp/venv
+      sp=$(/tmp/venv/bin/python3 -c "import site; print(site.getsitepackages()[0])")
+      printf '/tmp/site\n/opt/torch/.venv/lib/python3.12/site-packages\n' > "$sp/zz_site.pth"
+    fi
     nvidia_root=$(/tmp/venv/bin/python3 -c "import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))")
     LD_LIBRARY_PATH="$(find "$nvidia_root/nvidia" -maxdepth 2 -type d -name lib | tr '\n' ':')${LD_LIBRARY_PATH:-}"
     export LD_LIBRARY_PATH PATH=/tmp/venv/bin:$PATH PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -31,7 +38,7 @@ case "${1:-}" in
       | tee "$out/duty.md"
     ;;
   *)
-    echo "usage: $0 suite|duty" >&2
+    echo "usage: $0 build|duty|suite" >&2
     exit 2
     ;;
 esac
