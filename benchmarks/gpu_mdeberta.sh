@@ -10,7 +10,8 @@
 #   BUILD_PYTHON  a python with torch + transformers + onnx + onnxruntime (default: python3)
 #   RUN_PYTHON    a python with pytest-triton's serve extra and onnxruntime-gpu (default: python3)
 #   WORK          models, staged repositories, state (default /tmp/gpu-mdeberta); OUT: report folder
-#   PHASES        comma-separated subset of inprocess,served,fidelity,sweep,proof,report
+#   PHASES        comma-separated subset of inprocess,served,fidelity,sweep,static,static1,threads,duty,proof,report
+#   BUILD_ARGS    extra arguments of gpu_build_mdeberta.py (BUILD_ARGS=--tiny with --cpu: a CPU test of the route)
 # Extra arguments go to gpu_mdeberta.py (e.g. --window-ms 2000 --rounds 5).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +30,7 @@ if [ -n "$nvidia_root" ]; then
 fi
 mkdir -p "$WORK" "$OUT"
 if [ ! -f "$WORK/models/build.json" ]; then
-  "$BUILD_PYTHON" benchmarks/gpu_build_mdeberta.py --out "$WORK/models" || exit 1
+  # shellcheck disable=SC2086 # BUILD_ARGS is a list of words
+  "$BUILD_PYTHON" benchmarks/gpu_build_mdeberta.py --out "$WORK/models" ${BUILD_ARGS:-} || exit 1
 fi
 "$RUN_PYTHON" benchmarks/gpu_mdeberta.py --models "$WORK/models" --work "$WORK" --out "$OUT" --phases "$PHASES" "$@"
