@@ -17,6 +17,7 @@ from typing import Any
 
 from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.rules.catalog import RuleTable
+from pytest_triton.lint.rules.onnx_model import autocompleted
 
 # the ids of this family (collected by catalog.rules())
 RULES: RuleTable = [
@@ -347,7 +348,10 @@ class _Mapping:
         for i, step in enumerate(self.cfg.ensemble_scheduling.step):
             sibling = self.models.get(step.model_name)
             scfg = sibling.config if sibling is not None and sibling.parsed is not None else None
-            # without inputs or outputs a step model is auto-completed by its backend: I/O unknown here
+            if scfg is not None and not (len(scfg.input) and len(scfg.output)) and scfg.platform != ENSEMBLE_PLATFORM:
+                # without inputs or outputs a step model is auto-completed by its backend: from its ONNX file
+                # as the onnxruntime backend does, else (python, custom backends) the I/O is unknown here
+                scfg = autocompleted(sibling) if sibling is not None else None
             if scfg is None or not ((len(scfg.input) and len(scfg.output)) or scfg.platform == ENSEMBLE_PLATFORM):
                 known = False
             else:

@@ -18,6 +18,7 @@ import difflib
 from pathlib import Path
 from typing import Any
 
+from pytest_triton.dtypes import BY_ONNX
 from pytest_triton.errors import OnnxReadError
 from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.context import RepositoryContext
@@ -262,6 +263,44 @@ def _dims_hint(shape: list[int], dims: list[int], batch: int, exact: bool) -> st
 def _suggest(name: str, choices: Any) -> str:
     close = difflib.get_close_matches(name, list(choices), n=1)
     return f"did you mean {close[0]!r}?" if close else "fix the name to one the model has"
+
+
+def autocompleted(model: ModelContext) -> Any | None:
+    """``model``'s config as the onnxruntime backend completes it at load, or None where it fills nothing in.
+
+    AutoCompleteMaxBatch and AutoCompleteIO on the newest version's file: a config without inputs gets every
+    model input, one without outputs every output, with the model's data types and its dims (the batch
+    dimension dropped when max_batch_size > 0). None also where the file cannot be read or completing would
+    fail (O501 / O507 say why), so that nothing is checked against a guess.
+    """
+    cfg = model.config
+    if normalized(model).backend != "onnxruntime" or (len(cfg.input) and len(cfg.output)):
+        return None
+    files = model_files(model)
+    if not files or (model.repository is not None and not model.repository.holds_content(files[-1])):
+        return None
+    try:
+        io = read_onnx_io(files[-1])
+    except OnnxReadError:
+        return None
+    done = type(cfg)()
+    done.CopyFrom(cfg)
+    if _can_batch(io) and done.max_batch_size == 0:
+        done.max_batch_size = DEFAULT_MAX_BATCH_SIZE
+    elif not _can_batch(io) and done.max_batch_size != 0:
+        return None
+    drop = 1 if done.max_batch_size > 0 else 0
+    data_types = cfg.DESCRIPTOR.file.enum_types_by_name["DataType"].values_by_name
+    for kind, tensors in (("input", io.inputs), ("output", io.outputs)):
+        if len(getattr(done, kind)):
+            continue
+        for tensor in tensors.values():
+            if tensor.elem_type not in BY_ONNX or tensor.dims is None:
+                return None
+            entry = getattr(done, kind).add(name=tensor.name)
+            entry.data_type = data_types[BY_ONNX[tensor.elem_type].config].number
+            entry.dims.extend(tensor.dims[drop:])
+    return done
 
 
 def check_onnx_model(model: ModelContext) -> None:

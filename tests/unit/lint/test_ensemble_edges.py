@@ -9,6 +9,7 @@ import pytest
 
 from pytest_triton.lint import lint_path
 from tests.unit.lint.helpers import write_model
+from tests.unit.lint.test_rules_onnx import tiny_onnx
 
 
 def python_step(name: str, batch: int, in_dims: str, out_dims: str) -> str:
@@ -66,3 +67,45 @@ def test_edge_between_steps_that_batch_differently(
         (finding,) = findings
         assert finding.rule == "E318"
         assert f"in ensemble ens, ensemble tensor mid: {verdict}" in finding.message
+
+
+# --- a step whose I/O the onnxruntime backend fills in from its model.onnx ------------------------------
+
+ORT_STEP_WITHOUT_IO = 'name: "a"\nbackend: "onnxruntime"\nmax_batch_size: 8\n'
+
+
+def ort_step_repository(root: Path, out_dims: list[int | str], out_type: int, b_in: str, b_type: str) -> Path:
+    """ens: X -> a (onnxruntime, no I/O in its config) -> mid -> b (python, batching) -> Y."""
+    onnx = tiny_onnx([("IN", 1, ["batch", 16])], [("OUT", out_type, out_dims)])
+    write_model(root, "a", ORT_STEP_WITHOUT_IO, {"1/model.onnx": onnx})
+    b = python_step("b", 8, b_in, "16").replace("TYPE_FP32 dims: [ " + b_in, f"{b_type} dims: [ " + b_in, 1)
+    write_model(root, "b", b, {"1/model.py": ""})
+    write_model(root, "ens", ENSEMBLE % ("-1, 16", "-1, 16"))
+    return root
+
+
+def test_a_step_auto_completed_from_its_onnx_file_is_checked_like_a_written_one(tmp_path: Path) -> None:
+    ort_step_repository(tmp_path, ["batch", 8], 1, "16", "TYPE_FP32")
+    (finding,) = [f for f in lint_path(tmp_path) if f.rule.startswith("E")]
+    assert finding.rule == "E318"
+    expected = "inconsistent shape: [-1,8] is inferred from model a while [-1,16] is inferred from model b"
+    assert expected in finding.message
+
+
+def test_an_onnx_step_whose_file_agrees_passes(tmp_path: Path) -> None:
+    ort_step_repository(tmp_path, ["batch", 16], 1, "16", "TYPE_FP32")
+    assert not [f.format() for f in lint_path(tmp_path) if f.rule.startswith("E")]
+
+
+def test_an_onnx_step_whose_output_type_differs_is_e317(tmp_path: Path) -> None:
+    ort_step_repository(tmp_path, ["batch", 16], 7, "16", "TYPE_FP32")  # INT64 out, FP32 in
+    (finding,) = [f for f in lint_path(tmp_path) if f.rule.startswith("E")]
+    assert finding.rule == "E317"
+    assert "TYPE_INT64 is inferred from model a while TYPE_FP32 is inferred from model b" in finding.message
+
+
+def test_an_onnx_step_that_cannot_batch_is_left_to_o507_not_guessed(tmp_path: Path) -> None:
+    ort_step_repository(tmp_path, [4, 8], 1, "16", "TYPE_FP32")  # a fixed first dim: completion fails at load
+    found = lint_path(tmp_path)
+    assert "O507" in [f.rule for f in found]
+    assert not [f.format() for f in found if f.rule.startswith("E")]
