@@ -94,6 +94,11 @@ class TritonServerFactory:
         return self._factory.launcher_name
 
     @property
+    def launcher_type(self) -> type[Any]:
+        """The class of the launcher this factory uses (its class attributes say what it serves)."""
+        return self._factory.launcher_type
+
+    @property
     def options(self) -> ServeOptions:
         return self._factory.options
 

@@ -70,6 +70,8 @@ class SageMakerLauncher:
     """A SageMaker endpoint serving a repository (deployed now, torn down at stop) or an existing one."""
 
     name: ClassVar[str] = "sagemaker"
+    # only the default model answers /invocations: a repository is served once per model it is called for
+    serves_one_model: ClassVar[bool] = True
 
     def __init__(
         self,
