@@ -49,6 +49,18 @@ _SETTINGS = {
 }
 
 
+def session_hardware(config: pytest.Config) -> tuple[str | None, str]:
+    """The budget key of the session's bench and where it came from: ``--triton-hardware`` (None: this machine's
+    :func:`~pytest_triton.hardware.hardware_key`), or under ``--cloud`` the GPU of the endpoint's instance type."""
+    named = config.getoption("triton_hardware")
+    if named or not config.getoption("cloud"):
+        return named, ""
+    from pytest_triton.servers.sagemaker import endpoint_hardware
+
+    settings = {key: config.getoption(option) for option, key in _SETTINGS.items()}
+    return endpoint_hardware(ServeOptions(settings=settings))
+
+
 def uncaptured_progress(config: pytest.Config) -> Callable[[str], None]:
     """A progress callback whose lines reach the terminal while pytest captures output: a SageMaker
     deployment waits for minutes during fixture setup, where stderr is captured."""

@@ -77,6 +77,7 @@ def test_cloud_runs_the_declared_contracts_on_endpoints(offline_aws: OfflineAws,
         "report/run",
     )
     out, _ = proc.communicate(timeout=600)
+    print(out)  # the run's terminal summary, for -rP
     assert proc.returncode == 0, out
     outcomes = {o["check"]: o for o in json.loads((project / "report" / "run.contracts.json").read_text())}
     assert outcomes["parity[onnx]"]["status"] == "passed", out
@@ -92,3 +93,15 @@ def test_cloud_runs_the_declared_contracts_on_endpoints(offline_aws: OfflineAws,
     assert len(deployed) == 2, deployed
     assert out.count("pytest-triton: deleted endpoint pytest-triton-") == 2, out
     assert left_in_aws() == NOTHING, out
+    # latency: held to the A10G table of the default ml.g5.xlarge, the server-side split from CloudWatch
+    assert "hardware key 'nvidia-a10g' from the GPU of the default instance type ml.g5.xlarge" in out, out
+    report = json.loads((project / "report" / "run.json").read_text())
+    results = {r["variant"]: r for r in report["results"]}
+    assert {r["hardware"] for r in results.values()} == {"nvidia-a10g"}
+    for variant in ("triton-ort-gpu", "triton-ensemble-tensorrt"):
+        notes = " ".join(results[variant]["notes"])
+        assert "within SageMaker's 60 s invocation limit" in notes, notes
+        assert "server-side split ModelLatency " in notes, notes
+        assert "sample-weighted mean of CloudWatch's Average (no ExtendedStatistics p50 came back)" in notes, notes
+        assert results[variant]["warmup_s"], results[variant]  # every batch shape warmed before measuring
+    assert report["provenance"]["enforcement"].startswith("hardware key 'nvidia-a10g' from the GPU of the default")
