@@ -106,6 +106,12 @@ class TritonServerFactory:
         return self._factory.launcher_name
 
     @property
+    def serves_existing(self) -> bool:
+        """Whether the launcher was pointed at a server that exists already (``--triton-url``, ``--cloud
+        --endpoint NAME``): the session's server then needs no repository (an endpoint's comes from its model)."""
+        return self.launcher == "url" or (self.launcher == "sagemaker" and bool(self.options.setting("endpoint")))
+
+    @property
     def launcher_type(self) -> type[Any]:
         """The class of the launcher this factory uses (its class attributes say what it serves)."""
         return self._factory.launcher_type
@@ -183,7 +189,7 @@ class TritonServerFactory:
         """The one server of the session (``--triton-repository`` / ini ``triton_repository``)."""
         if self._session is None:
             repository = self.configured_repository(config)
-            if repository is None and self.launcher != "url":
+            if repository is None and not self.serves_existing:
                 raise ConfigError(
                     "triton_server needs a repository: pass --triton-repository PATH or set "
                     "triton_repository in the ini file (or start one with triton_server_factory.start(PATH))"
@@ -195,7 +201,7 @@ class TritonServerFactory:
     def default_server(self, config: pytest.Config) -> TritonLauncher:
         """The server ``triton_client`` talks to: the session's when one is configured, else the newest one
         this factory started."""
-        if self._session is not None or self.configured_repository(config) or self.launcher == "url":
+        if self._session is not None or self.configured_repository(config) or self.serves_existing:
             return self.session_server(config)
         if not self._factory.servers:
             raise ConfigError(
