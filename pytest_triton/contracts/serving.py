@@ -43,6 +43,14 @@ def serves_one_model(factory: ServerFactory) -> bool:
     return bool(getattr(getattr(factory, "launcher_type", None), "serves_one_model", False))
 
 
+def _runs_here(launcher: str) -> bool:
+    """Whether the launcher's server runs on this machine, so that this machine's TensorRT is the one it uses
+    (a SageMaker endpoint's image brings its own; ``--gpu`` says the endpoint has a GPU)."""
+    from pytest_triton.servers.registry import launcher_class
+
+    return bool(getattr(launcher_class(launcher), "runs_here", True))
+
+
 def inference_protocol(variant: Variant, urls: Any) -> str:
     """The transport a variant is called over: its ``protocol`` where the server offers it; for the default
     (``http``) on a server without HTTP, the inference endpoint that server does offer (a SageMaker endpoint's
@@ -149,7 +157,7 @@ class ContractServers:
             requires.add("tensorrt")
         if requires & {"gpu", "tensorrt"} and not self.gpu:
             return "it needs a GPU: run with --gpu on a GPU runner"
-        if "tensorrt" in requires:
+        if "tensorrt" in requires and _runs_here(variant.launcher or session):
             from pytest_triton.repository.onnx_adapter import tensorrt_unavailable_reason
 
             reason = tensorrt_unavailable_reason()
