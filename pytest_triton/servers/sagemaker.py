@@ -102,6 +102,7 @@ class SageMakerLauncher:
     name: ClassVar[str] = "sagemaker"
     # only the default model answers /invocations: a repository is served once per model it is called for
     serves_one_model: ClassVar[bool] = True
+    runs_here: ClassVar[bool] = False  # the image has its own TensorRT: this machine's is not what it runs
 
     def __init__(
         self,
