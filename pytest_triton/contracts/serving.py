@@ -151,6 +151,12 @@ class ContractServers:
                 f"it is served by launcher {variant.launcher!r} and this session's is {session!r} "
                 f"(run with --triton-launcher {variant.launcher})"
             )
+        on_session = variant.launcher in (None, session)
+        if on_session and serves_one_model(self.factory) and getattr(self.factory, "serves_existing", False):
+            return (
+                "this session tests one existing endpoint (--endpoint), which does not serve this variant's "
+                "repository: run with --cloud and without --endpoint to deploy it"
+            )
         requires = set(variant.requires)
         plans = tensorrt_plan_models(self.folder(variant.repository))
         if plans:
