@@ -23,8 +23,12 @@ def _variant(tmp_path: Path, **fields: Any) -> Variant:
 
 
 class _Factory:
-    def __init__(self, launcher: str) -> None:
+    def __init__(self, launcher: str, *, existing: bool = False) -> None:
+        from pytest_triton.servers.registry import launcher_class
+
         self.launcher = launcher
+        self.launcher_type = launcher_class(launcher)
+        self.serves_existing = existing
 
     def start(self, repository: Any, *, models: Any = None) -> Any:
         raise AssertionError("nothing is started here")
@@ -56,3 +60,15 @@ def test_an_endpoints_tensorrt_is_its_images_not_this_machines(tmp_path: Path) -
     assert here.unavailable_reason(variant) == f"it needs TensorRT: {local_reason}"
     without_gpu = ContractServers(_Factory("sagemaker"), tmp_path, gpu=False)
     assert without_gpu.unavailable_reason(variant) == "it needs a GPU: run with --gpu on a GPU runner"
+
+
+def test_a_reused_endpoint_serves_no_declared_variant(tmp_path: Path) -> None:
+    reused = ContractServers(_Factory("sagemaker", existing=True), tmp_path, gpu=False)
+    assert reused.unavailable_reason(_variant(tmp_path)) == (
+        "this session tests one existing endpoint (--endpoint), which does not serve this variant's repository: "
+        "run with --cloud and without --endpoint to deploy it"
+    )
+    assert (
+        ContractServers(_Factory("url", existing=True), tmp_path, gpu=False).unavailable_reason(_variant(tmp_path))
+        is None
+    )
