@@ -233,15 +233,16 @@ def _bench(config: pytest.Config) -> TritonBench:
     from pytest_triton.bench.sampling import WindowPolicy
     from pytest_triton.bench.session import TritonBench
     from pytest_triton.errors import ConfigError
+    from pytest_triton.serving import session_hardware
     from pytest_triton.session_state import BENCH_KEY
 
     if BENCH_KEY not in config.stash:
         named = config.getoption("triton_budgets")
         path = named or str(config.rootpath / str(config.getini("triton_budgets")))
         unstable = config.getoption("triton_unstable") or str(config.getini("triton_unstable"))
-        bench = TritonBench.from_options(
-            path, config.getoption("triton_hardware"), required=named is not None, unstable=unstable
-        )
+        hardware, source = session_hardware(config)  # under --cloud: the endpoint's GPU
+        bench = TritonBench.from_options(path, hardware, required=named is not None, unstable=unstable)
+        bench.hardware_source = source
         window = str(config.getini("triton_window_ms"))
         try:
             window_ms = float(window)

@@ -49,6 +49,18 @@ _SETTINGS = {
 }
 
 
+def session_hardware(config: pytest.Config) -> tuple[str | None, str]:
+    """The budget key of the session's bench and where it came from: ``--triton-hardware`` (None: this machine's
+    :func:`~pytest_triton.hardware.hardware_key`), or under ``--cloud`` the GPU of the endpoint's instance type."""
+    named = config.getoption("triton_hardware")
+    if named or not config.getoption("cloud"):
+        return named, ""
+    from pytest_triton.servers.sagemaker import endpoint_hardware
+
+    settings = {key: config.getoption(option) for option, key in _SETTINGS.items()}
+    return endpoint_hardware(ServeOptions(settings=settings))
+
+
 def uncaptured_progress(config: pytest.Config) -> Callable[[str], None]:
     """A progress callback whose lines reach the terminal while pytest captures output: a SageMaker
     deployment waits for minutes during fixture setup, where stderr is captured."""
@@ -92,6 +104,17 @@ class TritonServerFactory:
     def launcher(self) -> str:
         """The name of the launcher this factory uses."""
         return self._factory.launcher_name
+
+    @property
+    def serves_existing(self) -> bool:
+        """Whether the launcher was pointed at a server that exists already (``--triton-url``, ``--cloud
+        --endpoint NAME``): the session's server then needs no repository (an endpoint's comes from its model)."""
+        return self.launcher == "url" or (self.launcher == "sagemaker" and bool(self.options.setting("endpoint")))
+
+    @property
+    def launcher_type(self) -> type[Any]:
+        """The class of the launcher this factory uses (its class attributes say what it serves)."""
+        return self._factory.launcher_type
 
     @property
     def options(self) -> ServeOptions:
@@ -166,7 +189,7 @@ class TritonServerFactory:
         """The one server of the session (``--triton-repository`` / ini ``triton_repository``)."""
         if self._session is None:
             repository = self.configured_repository(config)
-            if repository is None and self.launcher != "url":
+            if repository is None and not self.serves_existing:
                 raise ConfigError(
                     "triton_server needs a repository: pass --triton-repository PATH or set "
                     "triton_repository in the ini file (or start one with triton_server_factory.start(PATH))"
@@ -178,7 +201,7 @@ class TritonServerFactory:
     def default_server(self, config: pytest.Config) -> TritonLauncher:
         """The server ``triton_client`` talks to: the session's when one is configured, else the newest one
         this factory started."""
-        if self._session is not None or self.configured_repository(config) or self.launcher == "url":
+        if self._session is not None or self.configured_repository(config) or self.serves_existing:
             return self.session_server(config)
         if not self._factory.servers:
             raise ConfigError(

@@ -81,6 +81,7 @@ class TritonBench:
 
             hardware = hardware_key()
         self.hardware = hardware
+        self.hardware_source = ""  # where the key came from, when not this machine (a SageMaker endpoint's GPU)
         self.budgets = budgets
         self.policy = policy or WindowPolicy()
         self.clock = clock
@@ -98,6 +99,11 @@ class TritonBench:
 
     def enforcement_text(self) -> str:
         """One line for the report and the terminal: what is asserted on this hardware, and why."""
+        if self.hardware_source:
+            return f"hardware key {self.hardware!r} from {self.hardware_source}; " + self._enforcement()
+        return self._enforcement()
+
+    def _enforcement(self) -> str:
         policy = self.hardware_policy
         if self.budgets is None:
             return "no budget file: everything is measured and reported only"

@@ -75,6 +75,10 @@ class AwsClients:
     def logs(self) -> Any:
         return self.client("logs")
 
+    @property
+    def cloudwatch(self) -> Any:
+        return self.client("cloudwatch")
+
     def account(self) -> str:
         """The caller's account id (sts:GetCallerIdentity)."""
         return str(self.client("sts").get_caller_identity()["Account"])

@@ -2,40 +2,49 @@
 
 SageMaker publishes both per endpoint and variant in the ``AWS/SageMaker`` namespace, in microseconds, once a
 minute: ``ModelLatency`` is the time the container took, ``OverheadLatency`` what SageMaker added around it.
-They arrive a minute or more after the requests, so a run reads them at its end, and says so when none came.
+They arrive a minute or more after the requests, so a run reads them after measuring, and says so when none came.
+The median comes from ExtendedStatistics ``p50`` where CloudWatch serves it over the window in one datapoint;
+otherwise (moto ignores ExtendedStatistics) the split is the mean of the ``Average`` datapoints weighted by
+their sample counts, and the report says which it is.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass
 from typing import Any
 
 NAMESPACE = "AWS/SageMaker"
 METRICS = ("ModelLatency", "OverheadLatency")
+MEDIAN = "p50 (CloudWatch ExtendedStatistics)"
+WEIGHTED_MEAN = "sample-weighted mean of CloudWatch's Average (no ExtendedStatistics p50 came back)"
 
 
 @dataclass(frozen=True)
 class LatencySplit:
-    """Mean of each metric over the window (weighted by its sample counts), in milliseconds; ``missing`` names
-    metrics with no data. A mean, not a median: the Average statistic is the one every CloudWatch (and moto)
-    serves; percentiles need ExtendedStatistics."""
+    """Each metric over the window, in milliseconds (``statistic`` of each says what it is); ``missing`` names
+    metrics with no data; ``samples`` the request counts where CloudWatch gave them."""
 
     endpoint: str
-    mean_ms: dict[str, float]
+    value_ms: dict[str, float]
     missing: tuple[str, ...]
     samples: dict[str, int]
+    statistic: dict[str, str]
 
     def describe(self) -> str:
-        if not self.mean_ms:
+        if not self.value_ms:
             return (
                 f"endpoint {self.endpoint}: no CloudWatch {', '.join(self.missing)} yet "
                 "(SageMaker publishes them a minute or more after the requests); no server-side split"
             )
-        parts = [f"{name} mean {v:.2f} ms over {self.samples[name]} requests" for name, v in self.mean_ms.items()]
+        parts = []
+        for name, value in self.value_ms.items():
+            count = f" over {self.samples[name]} requests" if name in self.samples else ""
+            parts.append(f"{name} {value:.2f} ms{count}, {self.statistic[name]}")
         if self.missing:
             parts.append(f"no data for {', '.join(self.missing)}")
-        return f"endpoint {self.endpoint}: " + ", ".join(parts)
+        return f"endpoint {self.endpoint}: server-side split " + "; ".join(parts)
 
 
 def latency_split(
@@ -44,23 +53,32 @@ def latency_split(
     """Read ModelLatency and OverheadLatency of ``endpoint`` between ``start`` and ``end`` (read-only)."""
     found: dict[str, float] = {}
     counts: dict[str, int] = {}
+    statistic: dict[str, str] = {}
     missing: list[str] = []
-    period = max(60, int((end - start).total_seconds()) // 60 * 60 or 60)
+    # one period over the whole window (whole minutes, as CloudWatch wants them): one p50 for all its requests
+    period = max(60, math.ceil((end - start).total_seconds() / 60) * 60)
+    query: dict[str, Any] = {
+        "Namespace": NAMESPACE,
+        "Dimensions": [{"Name": "EndpointName", "Value": endpoint}, {"Name": "VariantName", "Value": variant}],
+        "StartTime": start,
+        "EndTime": end,
+        "Period": period,
+    }
     for metric in METRICS:
-        reply = cloudwatch.get_metric_statistics(
-            Namespace=NAMESPACE,
-            MetricName=metric,
-            Dimensions=[{"Name": "EndpointName", "Value": endpoint}, {"Name": "VariantName", "Value": variant}],
-            StartTime=start,
-            EndTime=end,
-            Period=period,
-            Statistics=["Average", "SampleCount"],
-        )
+        # CloudWatch takes Statistics or ExtendedStatistics in one call, not both
+        extended = cloudwatch.get_metric_statistics(MetricName=metric, ExtendedStatistics=["p50"], **query)
+        medians = [p["ExtendedStatistics"]["p50"] for p in extended.get("Datapoints", []) if "ExtendedStatistics" in p]
+        reply = cloudwatch.get_metric_statistics(MetricName=metric, Statistics=["Average", "SampleCount"], **query)
         points = [p for p in reply.get("Datapoints", []) if p.get("SampleCount")]
         total = sum(p["SampleCount"] for p in points)
         if total:
-            found[metric] = sum(p["Average"] * p["SampleCount"] for p in points) / total / 1000.0  # µs -> ms
             counts[metric] = int(total)
+        if len(medians) == 1:
+            found[metric] = float(medians[0]) / 1000.0  # µs -> ms
+            statistic[metric] = MEDIAN
+        elif total:
+            found[metric] = sum(p["Average"] * p["SampleCount"] for p in points) / total / 1000.0
+            statistic[metric] = WEIGHTED_MEAN
         else:
             missing.append(metric)
-    return LatencySplit(endpoint, found, tuple(missing), counts)
+    return LatencySplit(endpoint, found, tuple(missing), counts, statistic)

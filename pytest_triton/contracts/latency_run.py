@@ -7,6 +7,8 @@ key, its window policy, its report); a declaration's own budget file replaces th
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import statistics
 from collections.abc import Callable
 from collections.abc import Hashable
@@ -60,8 +62,6 @@ def request_call(run: ContractRun, served: ServedVariant, rows: int) -> Callable
 def _policy(latency: Latency, bench: TritonBench) -> WindowPolicy:
     if latency.window_ms is None:
         return bench.policy
-    import dataclasses
-
     return dataclasses.replace(bench.policy, mode="time", window_ms=latency.window_ms)
 
 
@@ -85,6 +85,7 @@ def measure_variant(run: ContractRun, name: str, bench: TritonBench) -> VariantR
     throughput = None
     if latency.throughput_batch_size != latency.batch_size:
         throughput = warm.get(latency.throughput_batch_size) or request_call(run, served, latency.throughput_batch_size)
+    started = dt.datetime.now(dt.timezone.utc)
     result = own.measure(
         variant.budget_name(bench.hardware),
         call,
@@ -97,6 +98,10 @@ def measure_variant(run: ContractRun, name: str, bench: TritonBench) -> VariantR
         model=variant.model,
         notes=(f"contract {run.declaration.path.name}: variant {name!r}", *served.notes),
     )
+    server_notes = getattr(served.server, "latency_notes", None)  # what only this server knows (a SageMaker split)
+    if callable(server_notes):
+        extra = tuple(server_notes(started, dt.datetime.now(dt.timezone.utc)))
+        result = dataclasses.replace(result, notes=(*result.notes, *extra))
     return bench.add(result)
 
 

@@ -32,9 +32,39 @@ class ServerFactory(Protocol):
     @property
     def launcher(self) -> str: ...
 
-    def start(self, repository: str | Path | None) -> Any: ...
+    def start(self, repository: str | Path | None, *, models: Sequence[str] | None = None) -> Any: ...
 
     def stop_all(self) -> None: ...
+
+
+def serves_one_model(factory: ServerFactory) -> bool:
+    """Whether the factory's launcher serves only a default model (a SageMaker endpoint): then a server is
+    made per model, and that model is named when it starts."""
+    return bool(getattr(getattr(factory, "launcher_type", None), "serves_one_model", False))
+
+
+def _runs_here(launcher: str) -> bool:
+    """Whether the launcher's server runs on this machine, so that this machine's TensorRT is the one it uses
+    (a SageMaker endpoint's image brings its own; ``--gpu`` says the endpoint has a GPU)."""
+    from pytest_triton.servers.registry import launcher_class
+
+    return bool(getattr(launcher_class(launcher), "runs_here", True))
+
+
+def inference_protocol(variant: Variant, urls: Any) -> str:
+    """The transport a variant is called over: its ``protocol`` where the server offers it; for the default
+    (``http``) on a server without HTTP, the inference endpoint that server does offer (a SageMaker endpoint's
+    InvokeEndpoint). A ``grpc`` variant on a server without gRPC cannot run here."""
+    offered = [name for name in ("http", "grpc", "sagemaker") if getattr(urls, name, None)]
+    if variant.protocol in offered or not offered:
+        return variant.protocol
+    if variant.protocol == "http":
+        return offered[0]
+    raise VariantUnavailable(
+        variant.name,
+        f"it is called over {variant.protocol} and this server has no {variant.protocol} endpoint "
+        f"(it offers {', '.join(offered)})",
+    )
 
 
 @final
@@ -94,8 +124,8 @@ class ContractServers:
         self.gpu = gpu
         self.factory_for = factory_for
         self._factories: dict[str, ServerFactory] = {factory.launcher: factory}
-        self._servers: dict[tuple[str, Path], tuple[Any, tuple[Any, ...]]] = {}
-        self._served: dict[tuple[str, Path, str], ServedVariant] = {}
+        self._servers: dict[tuple[str, Path, str], tuple[Any, tuple[Any, ...]]] = {}
+        self._served: dict[tuple[str, Path, str, str], ServedVariant] = {}
         self._folders: dict[Path, Path] = {}
 
     def folder(self, repository: Path) -> Path:
@@ -121,13 +151,19 @@ class ContractServers:
                 f"it is served by launcher {variant.launcher!r} and this session's is {session!r} "
                 f"(run with --triton-launcher {variant.launcher})"
             )
+        on_session = variant.launcher in (None, session)
+        if on_session and serves_one_model(self.factory) and getattr(self.factory, "serves_existing", False):
+            return (
+                "this session tests one existing endpoint (--endpoint), which does not serve this variant's "
+                "repository: run with --cloud and without --endpoint to deploy it"
+            )
         requires = set(variant.requires)
         plans = tensorrt_plan_models(self.folder(variant.repository))
         if plans:
             requires.add("tensorrt")
         if requires & {"gpu", "tensorrt"} and not self.gpu:
             return "it needs a GPU: run with --gpu on a GPU runner"
-        if "tensorrt" in requires:
+        if "tensorrt" in requires and _runs_here(variant.launcher or session):
             from pytest_triton.repository.onnx_adapter import tensorrt_unavailable_reason
 
             reason = tensorrt_unavailable_reason()
@@ -140,12 +176,12 @@ class ContractServers:
         if reason is not None:
             raise VariantUnavailable(variant.name, reason)
         launcher = variant.launcher or self.factory.launcher
-        key = (launcher, variant.repository, variant.protocol)
+        key = (launcher, variant.repository, variant.protocol, variant.model)
         if key not in self._served:
-            server, adapted = self._server(launcher, self.folder(variant.repository))
+            server, adapted = self._server(launcher, self.folder(variant.repository), variant.model)
             providers = tuple(str(a.providers[0]) for a in adapted if a.providers)
             notes = tuple(a.describe() for a in adapted)
-            transport: Transport = server.transport(variant.protocol)
+            transport: Transport = server.transport(inference_protocol(variant, server.urls))
             self._served[key] = ServedVariant(variant, server, transport, providers, notes)
         served = self._served[key]
         if served.variant is not variant:
@@ -157,15 +193,18 @@ class ContractServers:
             )
         return served
 
-    def _server(self, launcher: str, folder: Path) -> tuple[Any, tuple[Any, ...]]:
-        if (launcher, folder) not in self._servers:
-            if launcher not in self._factories:
-                assert self.factory_for is not None
-                self._factories[launcher] = self.factory_for(launcher)
-            server = self._factories[launcher].start(folder)
+    def _server(self, launcher: str, folder: Path, model: str) -> tuple[Any, tuple[Any, ...]]:
+        if launcher not in self._factories:
+            assert self.factory_for is not None
+            self._factories[launcher] = self.factory_for(launcher)
+        factory = self._factories[launcher]
+        one_model = serves_one_model(factory)
+        key = (launcher, folder, model if one_model else "")
+        if key not in self._servers:
+            server = factory.start(folder, models=[model]) if one_model else factory.start(folder)
             prepared = server.prepared  # what the launcher changed: ONNX models on the adapter, with providers
-            self._servers[(launcher, folder)] = (server, tuple(prepared.adapted) if prepared is not None else ())
-        return self._servers[(launcher, folder)]
+            self._servers[key] = (server, tuple(prepared.adapted) if prepared is not None else ())
+        return self._servers[key]
 
     def stop_all(self) -> None:
         """Stop the servers of the variants' own launchers (the session's factory stops its own)."""

@@ -14,6 +14,7 @@ Settings read (from :class:`~pytest_triton.servers.base.ServeOptions`): ``endpoi
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import os
 import shutil
 import tempfile
@@ -65,11 +66,43 @@ def deploy_options_from(options: ServeOptions) -> DeployOptions:
     return DeployOptions(env=dict(options.env), **{k: v for k, v in given.items() if v is not None})
 
 
+def endpoint_hardware(options: ServeOptions) -> tuple[str, str]:
+    """The latency-budget hardware key of the session's endpoint, and where it came from (for the report).
+
+    The key is that of the GPU the instance type carries (ml.g5.xlarge: ``nvidia-a10g``); a reused endpoint's
+    instance type is read from its endpoint config (read-only). An instance type with no known GPU is its own
+    key: no budget table has it, so its latency is reported, not asserted.
+    """
+    from pytest_triton.cloud.deploy import DeployOptions
+    from pytest_triton.cloud.instances import budget_key
+
+    endpoint = options.setting("endpoint")
+    if endpoint:
+        from pytest_triton.cloud.aws import AwsClients
+        from pytest_triton.cloud.reuse import inspect_endpoint
+
+        instance_type = inspect_endpoint(AwsClients.connect(options.setting("region")), endpoint).instance_type
+        origin = f"endpoint {endpoint}'s instance type {instance_type}"
+    elif options.setting("instance_type"):
+        instance_type = str(options.setting("instance_type"))
+        origin = f"--instance-type {instance_type}"
+    else:
+        instance_type = DeployOptions().instance_type
+        origin = f"the default instance type {instance_type}"
+    key = budget_key(instance_type)
+    if key is None:
+        return instance_type, f"{origin}, whose GPU is not known here (pass --triton-hardware KEY to pick a table)"
+    return key, f"the GPU of {origin}"
+
+
 @final
 class SageMakerLauncher:
     """A SageMaker endpoint serving a repository (deployed now, torn down at stop) or an existing one."""
 
     name: ClassVar[str] = "sagemaker"
+    # only the default model answers /invocations: a repository is served once per model it is called for
+    serves_one_model: ClassVar[bool] = True
+    runs_here: ClassVar[bool] = False  # the image has its own TensorRT: this machine's is not what it runs
 
     def __init__(
         self,
@@ -97,6 +130,7 @@ class SageMakerLauncher:
         self._prepared: Prepared | None = None
         self._workdir: Path | None = None
         self._name: str | None = None
+        self._transports: list[InvokeEndpointTransport] = []
 
     @classmethod
     def from_options(
@@ -281,4 +315,25 @@ class SageMakerLauncher:
         if prepared is None:
             raise ServerError("SageMakerLauncher is not started; call start() first")
         specs = model_input_specs(prepared.folder, prepared.models[0])
-        return InvokeEndpointTransport(self.clients.runtime, self.endpoint_name, specs, binary=binary)
+        transport = InvokeEndpointTransport(self.clients.runtime, self.endpoint_name, specs, binary=binary)
+        self._transports.append(transport)  # its first calls go into latency_notes()
+        return transport
+
+    def latency_notes(self, start: dt.datetime, end: dt.datetime) -> list[str]:
+        """For the latency report: the slowest first call per input shape against SageMaker's invocation limit,
+        and CloudWatch's ModelLatency / OverheadLatency split between ``start`` and ``end`` (or why there is none)."""
+        from pytest_triton.cloud.metrics import latency_split
+
+        notes: list[str] = []
+        for transport in self._transports:
+            notes += transport.slow_first_calls()
+        first = {shapes: s for t in self._transports for shapes, s in t.first_calls.items()}
+        if first and not notes:
+            shapes, seconds = max(first.items(), key=lambda item: item[1])
+            notes.append(
+                f"first call per input shape ({len(first)} shapes) within SageMaker's "
+                f"{self._transports[0].invocation_limit_s:.0f} s invocation limit; slowest {seconds:.2f} s "
+                f"with shapes {dict(shapes)}"
+            )
+        notes.append(latency_split(self.clients.cloudwatch, self.endpoint_name, start, end).describe())
+        return notes

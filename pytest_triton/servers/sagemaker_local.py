@@ -109,6 +109,8 @@ class SageMakerLocalLauncher:
     """
 
     name: ClassVar[str] = "sagemaker-local"
+    # only the default model answers /invocations: a repository is served once per model it is called for
+    serves_one_model: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -14,7 +14,9 @@ of AWS we cannot reach, and nothing else:
 - :class:`FrontDoor` is a small HTTP server with InvokeEndpoint's route (``POST /endpoints/NAME/invocations``)
   that forwards the body to the container's ``/invocations`` (the real Triton SageMaker frontend) and maps
   its errors as SageMaker does: a container error becomes ``ModelError`` (HTTP 424) with
-  ``OriginalStatusCode``, ``OriginalMessage`` and ``LogStreamArn``.
+  ``OriginalStatusCode``, ``OriginalMessage`` and ``LogStreamArn``. Like SageMaker, it publishes each
+  answered invocation's ``ModelLatency`` (the container's time) and ``OverheadLatency`` (its own) to CloudWatch
+  (moto's), in microseconds; moto serves their Average and SampleCount, not ExtendedStatistics.
 """
 
 from __future__ import annotations
@@ -208,6 +210,7 @@ class FrontDoor:
         self.hosting = hosting
         self.invocation_timeout = invocation_timeout  # SageMaker's limit for a real-time invocation
         self.requests: list[tuple[str, int]] = []  # (endpoint, bytes) of each invocation received
+        self._cloudwatch: Any = None  # made at the first invocation: the fixture sets credentials after this
         door = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -241,7 +244,18 @@ class FrontDoor:
         body = json.dumps(fields).encode()
         self._reply(handler, status, body, {"Content-Type": "application/json", "x-amzn-ErrorType": code})
 
+    def _publish(self, name: str, model_s: float, overhead_s: float) -> None:
+        dimensions = [{"Name": "EndpointName", "Value": name}, {"Name": "VariantName", "Value": "AllTraffic"}]
+        data = [
+            {"MetricName": metric, "Dimensions": dimensions, "Value": seconds * 1e6, "Unit": "Microseconds"}
+            for metric, seconds in (("ModelLatency", model_s), ("OverheadLatency", overhead_s))
+        ]
+        if self._cloudwatch is None:
+            self._cloudwatch = self.hosting._client("cloudwatch")
+        self._cloudwatch.put_metric_data(Namespace="AWS/SageMaker", MetricData=data)
+
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        received = time.monotonic()
         length = int(handler.headers.get("Content-Length", "0"))
         body = handler.rfile.read(length)
         match = _ROUTE.match(handler.path.split("?")[0])
@@ -260,10 +274,12 @@ class FrontDoor:
         request = urllib.request.Request(
             f"{url}/invocations", data=body, headers={"Content-Type": handler.headers.get("Content-Type", "")}
         )
+        forwarded = time.monotonic()
         try:
             with _NO_PROXY.open(request, timeout=self.invocation_timeout) as reply:
                 payload = reply.read()
                 content_type = reply.headers.get("Content-Type", "application/octet-stream")
+            answered = time.monotonic()
         except urllib.error.HTTPError as exc:
             original = exc.read().decode("utf-8", "replace")
             kind = "client" if exc.code < 500 else "server"
@@ -287,3 +303,5 @@ class FrontDoor:
         self._reply(
             handler, 200, payload, {"Content-Type": content_type, "x-Amzn-Invoked-Production-Variant": "AllTraffic"}
         )
+        model_s = answered - forwarded
+        self._publish(name, model_s, time.monotonic() - received - model_s)  # after the reply: not on the clock

@@ -214,7 +214,7 @@ def _run_aws_command(command: str) -> None:
         getattr(sagemaker, operation.replace("-", "_"))(**{parameter: name})
 
 
-def test_endpoint_reuse_changes_nothing(offline_aws: OfflineAws, tmp_path: Path) -> None:
+def test_endpoint_reuse_without_a_repository_changes_nothing(offline_aws: OfflineAws, tmp_path: Path) -> None:
     project = _ensemble_project(tmp_path, CONTRACT)
     (project / "conftest.py").write_text(RECORD_OPERATIONS)
     options = DeployOptions(role=offline_aws.env["PYTEST_TRITON_SAGEMAKER_ROLE"], poll_interval=0.2, timeout=120)
@@ -224,16 +224,9 @@ def test_endpoint_reuse_changes_nothing(offline_aws: OfflineAws, tmp_path: Path)
     try:
         before = left_in_aws()
         operations = tmp_path / "operations.json"
+        shutil.rmtree(project / "repo")  # reuse needs no repository: the served model comes from the endpoint's
         proc = _pytest(
-            project,
-            offline_aws,
-            "--cloud",
-            "--endpoint",
-            name,
-            "--triton-repository",
-            "repo",
-            "test_on_endpoint.py",
-            OPERATIONS=str(operations),
+            project, offline_aws, "--cloud", "--endpoint", name, "test_on_endpoint.py", OPERATIONS=str(operations)
         )
         out, _ = proc.communicate(timeout=300)
         assert proc.returncode == 0, out
