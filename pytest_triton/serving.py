@@ -109,7 +109,8 @@ class TritonServerFactory:
     def serves_existing(self) -> bool:
         """Whether the launcher was pointed at a server that exists already (``--triton-url``, ``--cloud
         --endpoint NAME``): the session's server then needs no repository (an endpoint's comes from its model)."""
-        return self.launcher == "url" or (self.launcher == "sagemaker" and bool(self.options.setting("endpoint")))
+        needs_repository = getattr(self.launcher_type, "needs_repository", None)
+        return needs_repository is not None and not needs_repository(self.options)
 
     @property
     def launcher_type(self) -> type[Any]:

@@ -144,6 +144,11 @@ class TritonLauncher(Protocol):
     raising :class:`~pytest_triton.errors.ModelLoadError`, :class:`~pytest_triton.errors.ServerStartError` or
     :class:`~pytest_triton.errors.ServerTimeout` otherwise. ``stop()`` is idempotent and removes everything
     the launcher made. Used as a context manager, a launcher starts on entry and stops on exit.
+
+    Optional class attributes, read with a default where a launcher leaves them out:
+    ``serves_one_model`` (False: the server serves only a default model, so one server is made per model),
+    ``runs_here`` (True: the server runs on this machine, so this machine's TensorRT is the one it uses) and
+    ``needs_repository(options)`` (True: False where the options point at a server that exists already).
     """
 
     name: ClassVar[str]

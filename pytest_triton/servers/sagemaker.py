@@ -104,6 +104,11 @@ class SageMakerLauncher:
     serves_one_model: ClassVar[bool] = True
     runs_here: ClassVar[bool] = False  # the image has its own TensorRT: this machine's is not what it runs
 
+    @classmethod
+    def needs_repository(cls, options: ServeOptions) -> bool:
+        """Only to deploy: an existing endpoint (``--endpoint``) brings its model and config."""
+        return not options.setting("endpoint")
+
     def __init__(
         self,
         repository: Path | None,

@@ -57,6 +57,11 @@ class UrlLauncher:
 
     name: ClassVar[str] = "url"
 
+    @classmethod
+    def needs_repository(cls, options: ServeOptions) -> bool:
+        """Never: the server reads its own repository."""
+        return False
+
     def __init__(
         self,
         http_url: str,
