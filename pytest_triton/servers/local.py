@@ -18,12 +18,8 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import shlex
-import shutil
-import subprocess
 import time
-import weakref
 from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,24 +46,15 @@ from pytest_triton.servers.base import ServerUrls
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import find_tritonserver
 from pytest_triton.servers.control import ModelControl
-from pytest_triton.servers.logs import LogFile
 from pytest_triton.servers.logs import last_error
 from pytest_triton.servers.logs import loaded_models
 from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.logs import server_error
-from pytest_triton.servers.ports import PortReservation
 from pytest_triton.servers.ports import reserve_ports
-from pytest_triton.servers.process import describe_exit
-from pytest_triton.servers.process import make_owned_workdir
-from pytest_triton.servers.process import python_env_dirs
-from pytest_triton.servers.process import remove_empty_dirs
-from pytest_triton.servers.process import remove_shm
-from pytest_triton.servers.process import shm_prefix
-from pytest_triton.servers.process import spawn
-from pytest_triton.servers.process import stop_process_group
 from pytest_triton.servers.process import sweep_dead_owners
 from pytest_triton.servers.rest import IndexEntry
 from pytest_triton.servers.rest import TritonRest
+from pytest_triton.servers.triton_process import TritonProcess
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress
@@ -143,17 +130,10 @@ class LocalLauncher:
         self.env = dict(env or {})
         self._binary_arg = binary
         self._binary: TritonBinary | None = binary if isinstance(binary, TritonBinary) else None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._ports: PortReservation | None = None
+        self._process = TritonProcess()
         self._urls: ServerUrls | None = None
-        self._log: LogFile | None = None
-        self._workdir: Path | None = None
-        self._shm_prefix = ""
-        self._stopped = False  # stop() ran: the process ending is ours, not a crash
         self._has_gpu: bool | None = None
-        self._finalizer: weakref.finalize[Any, Any] | None = None
         self._prepared: Prepared | None = None
-        self._python_envs: set[Path] = set()
         self.command: list[str] = []
 
     @classmethod
@@ -214,8 +194,8 @@ class LocalLauncher:
         return ModelControl(
             self.urls.need("http"),
             log_tail=self.log_tail,
-            load_reason=lambda name: model_failure_reason(self._log.lines() if self._log else [], name),
-            check_alive=self._require_running,
+            load_reason=lambda name: model_failure_reason(self._process.log.lines() if self._process.log else [], name),
+            check_alive=self._process.require_running,
             progress=self.progress,
             what="tritonserver",
         )
@@ -233,7 +213,7 @@ class LocalLauncher:
         from pytest_triton.repository.onnx_adapter import onnx_models
 
         require_folder(Path(source), "model repository")
-        folder = stage_copy(Path(source), self._work() / "repository")
+        folder = stage_copy(Path(source), self._process.workdir() / "repository")
         adapted: list[Any] = []
         if "onnxruntime" not in self.backends and onnx_models(folder):
             adapted = adapt_repository(folder, AdapterTarget.this_environment(self.backends, self.has_gpu))
@@ -241,55 +221,31 @@ class LocalLauncher:
         self._prepared = Prepared(Path(source), folder, tuple(models), tuple(adapted))
         return self._prepared
 
-    def _work(self) -> Path:
-        """This launcher's work folder (staged repository, logs), removed by stop() or at exit."""
-        if self._workdir is None:
-            sweep_dead_owners()  # before this launcher makes its own folder
-            self._workdir = make_owned_workdir()
-            self._arm_finalizer()
-        return self._workdir
-
-    def _arm_finalizer(self) -> None:
-        # a launcher dropped or left running at interpreter exit still stops its server, frees its shared
-        # memory and removes its work folder
-        if self._finalizer is not None:
-            self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, _cleanup, self._proc, self._shm_prefix, self._workdir)
-
     @property
     def shm_prefix(self) -> str:
         """The prefix of this server's python-backend shared-memory regions ("" before start)."""
-        return self._shm_prefix
+        return self._process.shm_prefix
 
     @property
     def pid(self) -> int | None:
         """The tritonserver process id (None before start)."""
-        return None if self._proc is None else self._proc.pid
+        return self._process.pid
 
     @property
     def running(self) -> bool:
         """Whether the tritonserver process is running."""
-        return self._proc is not None and self._proc.poll() is None
+        return self._process.running
 
     def exit_status(self) -> str | None:
         """How the server ended on its own ("was killed by SIGSEGV", "exited with code 1").
 
         None while it runs, before start() and after stop().
         """
-        if self._proc is None or self._stopped or self._proc.poll() is None:
-            return None
-        return describe_exit(self._proc.returncode)
+        return self._process.exit_status()
 
     def check_alive(self) -> None:
         """Raise ServerError naming how the server ended, with its log tail, if it is no longer running."""
-        status = self.exit_status()
-        if status is not None:
-            assert self._proc is not None
-            raise ServerError(
-                f"tritonserver (pid {self._proc.pid}) is no longer running: it {status}",
-                exit_code=self._proc.returncode,
-                log_tail=self.log_tail(),
-            )
+        self._process.check_alive()
 
     def _build_command(
         self, binary: TritonBinary, folder: Path, models: list[str], ports: tuple[int, ...]
@@ -311,11 +267,7 @@ class LocalLauncher:
         ]
         if self.sagemaker:
             cmd += ["--allow-sagemaker=true", f"--sagemaker-port={ports[3]}"]
-        if binary.backend_directory is not None:
-            cmd.append(f"--backend-directory={binary.backend_directory}")
-        if binary.cache_directory is not None:
-            cmd.append(f"--cache-directory={binary.cache_directory}")
-        cmd.append(f"--backend-config=python,shm-region-prefix-name={self._shm_prefix}")
+        cmd += self._process.binary_flags(binary)
         if not self.auto_complete_config:
             cmd.append("--disable-auto-complete-config")
         cmd += self.extra_args
@@ -326,7 +278,7 @@ class LocalLauncher:
     def start(self) -> Self:
         """Prepare the repository (unless done), start tritonserver and wait (at most ``startup_timeout`` s)
         until it and every model are ready."""
-        if self._proc is not None:
+        if self._process.proc is not None:
             raise ServerError("LocalLauncher.start() called twice; create a new launcher to start again")
         if self.gpu and not self.has_gpu:
             raise ServerStartError(_NO_GPU_HINT)
@@ -336,16 +288,14 @@ class LocalLauncher:
         try:
             prepared = self._prepared or self.prepare(self.repository)
             models = list(prepared.models)
-            python_envs_before = python_env_dirs()
-            self._shm_prefix = shm_prefix(secrets.token_hex(4))
             for attempt in range(self.port_retries + 1):
                 try:
                     self._launch(binary, prepared.folder, models, attempt)
                     self._wait_started(models, budget)
-                    self._python_envs = python_env_dirs() - python_envs_before  # made while this server started
+                    self._process.started()
                     return self
                 except _PortInUse:
-                    self._kill()
+                    self._process.kill()
                     if attempt == self.port_retries:
                         raise ServerStartError(
                             f"tritonserver could not bind its ports after {attempt + 1} attempts",
@@ -357,18 +307,11 @@ class LocalLauncher:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _launch(self, binary: TritonBinary, folder: Path, models: list[str], attempt: int) -> None:
-        self._ports = reserve_ports(4 if self.sagemaker else 3)
-        ports = self._ports.ports
+        reservation = self._process.ports = reserve_ports(4 if self.sagemaker else 3)
+        ports = reservation.ports
         self._urls = ServerUrls.local(ports[0], ports[1], ports[2], ports[3] if self.sagemaker else None)
         self.command = self._build_command(binary, folder, models, ports)
-        log_path = self._work() / f"tritonserver-{attempt}.log"
-        self._log = LogFile(log_path)
-        with log_path.open("wb") as out:
-            try:
-                self._proc = spawn(self.command, env=self._environ(binary, models), stdout=out)
-            except OSError as err:
-                raise ServerStartError(f"could not run {str(binary.path)!r}: {err}") from err
-        self._arm_finalizer()
+        self._process.spawn(self.command, self._environ(binary, models), f"tritonserver-{attempt}.log")
 
     def _environ(self, binary: TritonBinary, models: list[str]) -> dict[str, str]:
         env = binary.environ()
@@ -379,10 +322,10 @@ class LocalLauncher:
 
     def _wait_started(self, models: list[str], budget: _Budget) -> None:
         assert self._urls is not None
-        assert self._log is not None
-        assert self._proc is not None
+        log, proc = self._process.log, self._process.proc
+        assert log is not None
+        assert proc is not None
         rest = TritonRest(self._urls.need("http"), timeout=2.0)
-        log, proc = self._log, self._proc
         frontends = ["Started GRPCInferenceService", "Started HTTPService", "Started Metrics Service"]
         if self.sagemaker:
             frontends.append("Started Sagemaker HTTPService")
@@ -411,8 +354,8 @@ class LocalLauncher:
             self._raise_exited(code)
 
     def _raise_exited(self, code: int) -> None:
-        assert self._log is not None
-        lines = self._log.lines()
+        assert self._process.log is not None
+        lines = self._process.log.lines()
         if any(_PORT_IN_USE.search(line) for line in lines):
             raise _PortInUse()
         tail = self.log_tail()
@@ -431,8 +374,8 @@ class LocalLauncher:
 
     def _check_models(self, rest: TritonRest, models: list[str]) -> None:
         """After startup loading: collect every requested model that did not load, with Triton's reason."""
-        assert self._log is not None
-        lines = self._log.lines()
+        assert self._process.log is not None
+        lines = self._process.log.lines()
         try:
             entries = rest.index()
         except (ServerError, OSError) as err:  # with --exit-on-error=false a failed init still opens the ports
@@ -458,35 +401,10 @@ class LocalLauncher:
             first = next(iter(failures))
             raise ModelLoadError(first, failures[first], log_tail=self.log_tail(), failures=failures)
 
-    def _kill(self) -> None:
-        """Stop the process of a failed attempt, keep its log, drop its ports."""
-        if self._proc is not None:
-            stop_process_group(self._proc, interrupt_timeout=0.0, terminate_timeout=2.0)
-            self._proc = None
-            self._arm_finalizer()
-        if self._ports is not None:
-            self._ports.release()
-            self._ports = None
-
     def stop(self) -> None:
         """Stop tritonserver and its python stubs, remove their shared memory and the work folder (the staged
         repository); the log stays readable. Calling it again does nothing."""
-        self._stopped = True
-        if self._finalizer is not None:
-            self._finalizer.detach()
-        if self._proc is not None:
-            stop_process_group(self._proc, interrupt_timeout=self.stop_timeout)
-        if self._shm_prefix:
-            remove_shm(self._shm_prefix)
-        remove_empty_dirs(self._python_envs)
-        if self._ports is not None:
-            self._ports.release()
-            self._ports = None
-        if self._log is not None:
-            self._log.freeze()
-        if self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
-            self._workdir = None
+        self._process.stop(self.stop_timeout)
 
     def __enter__(self) -> Self:
         return self.start()
@@ -500,37 +418,18 @@ class LocalLauncher:
         self.stop()
 
     def __repr__(self) -> str:
-        state = "running" if self.running else "stopped" if self._proc is not None else "not started"
+        state = "running" if self.running else "stopped" if self._process.proc is not None else "not started"
         return f"LocalLauncher(repository={str(self.repository)!r}, pid={self.pid}, {state})"
 
     # -- queries ---------------------------------------------------------------------------------------
 
     def logs(self) -> str:
         """The whole server log so far (kept after stop)."""
-        return "" if self._log is None else self._log.text()
+        return self._process.logs()
 
     def log_tail(self, lines: int = 50) -> str:
         """The last ``lines`` non-blank lines of the server log."""
-        return "" if self._log is None else self._log.tail(lines)
-
-    def _require_running(self) -> None:
-        """Raise ServerStartError saying how the server ended, if it has (used before waits)."""
-        proc = self._proc
-        if proc is not None and proc.poll() is not None:
-            raise ServerStartError(
-                f"tritonserver is not running: it {describe_exit(proc.returncode)}",
-                exit_code=proc.returncode,
-                log_tail=self.log_tail(),
-            )
-
-
-def _cleanup(proc: subprocess.Popen[bytes] | None, prefix: str, workdir: Path | None) -> None:
-    if proc is not None:
-        stop_process_group(proc, interrupt_timeout=2.0)
-    if prefix:
-        remove_shm(prefix)
-    if workdir is not None:
-        shutil.rmtree(workdir, ignore_errors=True)
+        return self._process.log_tail(lines)
 
 
 class _Budget:

@@ -16,12 +16,8 @@ Triton 2.51's SageMaker frontend binds 0.0.0.0 (it has no address flag).
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
-import subprocess
 import tarfile
-import tempfile
-import weakref
 from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,23 +42,15 @@ from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.base import ServerUrls
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import find_tritonserver
-from pytest_triton.servers.logs import LogFile
 from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.logs import server_error
-from pytest_triton.servers.ports import PortReservation
 from pytest_triton.servers.ports import reserve_ports
 from pytest_triton.servers.process import describe_exit
-from pytest_triton.servers.process import make_owned_workdir
-from pytest_triton.servers.process import remove_shm
-from pytest_triton.servers.process import shm_prefix
-from pytest_triton.servers.process import spawn
-from pytest_triton.servers.process import stop_process_group
-from pytest_triton.servers.process import sweep_dead_owners
-from pytest_triton.servers.process import sweep_stale_shm
 from pytest_triton.servers.rest import fetch_text
 from pytest_triton.servers.sagemaker_serve import RepositoryLayout
 from pytest_triton.servers.sagemaker_serve import ServePlan
 from pytest_triton.servers.sagemaker_serve import serve_plan
+from pytest_triton.servers.triton_process import TritonProcess
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress
@@ -137,15 +125,9 @@ class SageMakerLocalLauncher:
         self._prepared: Prepared | None = None
         self._binary_arg = binary
         self._binary: TritonBinary | None = binary if isinstance(binary, TritonBinary) else None
-        self._workdir: Path | None = None
         self._model_dir: Path | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._ports: PortReservation | None = None
+        self._process = TritonProcess("sagemaker-local tritonserver", staging=staging)
         self._urls: ServerUrls | None = None
-        self._log: LogFile | None = None
-        self._shm_prefix = ""
-        self._stopped = False
-        self._finalizer: weakref.finalize[Any, Any] | None = None
 
     @classmethod
     def from_options(
@@ -235,11 +217,7 @@ class SageMakerLocalLauncher:
             return self._prepared
         if not self.source.exists():
             raise ConfigError(f"{str(self.source)!r} does not exist; pass a model.tar.gz or a repository folder")
-        base = self.staging if self.staging is not None else Path(tempfile.gettempdir())
-        base.mkdir(parents=True, exist_ok=True)
-        sweep_dead_owners()  # before this launcher makes its own folder
-        self._workdir = make_owned_workdir(base)  # swept once its process is gone, even after SIGKILL
-        model_dir = self._workdir / "model"
+        model_dir = self._process.workdir() / "model"
         if is_archive(self.source):
             unpack_model_archive(self.source, model_dir)
         elif self.source.is_dir():
@@ -277,18 +255,17 @@ class SageMakerLocalLauncher:
         missing = [name for name in wanted if not env.get(name)]
         if not missing:
             return {}
-        self._ports = reserve_ports(len(missing))
-        placed = dict(zip(missing, (str(p) for p in self._ports.ports)))
+        reservation = self._process.ports = reserve_ports(len(missing))
+        placed = dict(zip(missing, (str(p) for p in reservation.ports)))
         self.notes.append("ports chosen here: " + ", ".join(f"{k}={v}" for k, v in placed.items()))
         return placed
 
     def start(self) -> Self:
         """Start Triton as the container would and wait until ``/ping`` answers 200."""
-        if self._proc is not None:
+        if self._process.proc is not None:
             raise ServerError("SageMakerLocalLauncher.start() called twice; create a new launcher to start again")
         try:
             self.prepare()
-            assert self._workdir is not None
             env = self.container_env()
             env.update(self._ports_env(env))
             plan = serve_plan(
@@ -299,38 +276,26 @@ class SageMakerLocalLauncher:
             )
             self.plan = plan
             binary = self.binary
-            sweep_stale_shm()
-            self._shm_prefix = shm_prefix(secrets.token_hex(4))
-            self.command = [str(binary.path), *plan.args]
-            if binary.backend_directory is not None:
-                self.command.append(f"--backend-directory={binary.backend_directory}")
-            if binary.cache_directory is not None:
-                self.command.append(f"--cache-directory={binary.cache_directory}")
-            self.command.append(f"--backend-config=python,shm-region-prefix-name={self._shm_prefix}")
+            self.command = [str(binary.path), *plan.args, *self._process.binary_flags(binary)]
             process_env = binary.environ()
             process_env.update(env)
             assert plan.default_model is not None
             process_env["SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"] = plan.default_model  # the script exports it
             self._urls = _urls(plan, env)
-            log_path = self._workdir / "tritonserver.log"
-            self._log = LogFile(log_path)
-            with log_path.open("wb") as out:
-                try:
-                    self._proc = spawn(self.command, env=process_env, stdout=out)
-                except OSError as err:
-                    raise ServerStartError(f"could not run {str(binary.path)!r}: {err}") from err
-            self._finalizer = weakref.finalize(self, _cleanup, self._proc, self._shm_prefix)
+            self._process.spawn(self.command, process_env, "tritonserver.log")
             self._wait_started(plan)
+            self._process.started()
         except BaseException:
             self.stop()
             raise
         return self
 
     def _wait_started(self, plan: ServePlan) -> None:
-        assert self._log is not None
-        assert self._proc is not None
+        log, proc = self._process.log, self._process.proc
+        assert log is not None
+        assert proc is not None
         assert self._urls is not None
-        log, proc, ping = self._log, self._proc, f"{self._urls.sagemaker}/ping"
+        ping = f"{self._urls.sagemaker}/ping"
         model = plan.default_model or ""
 
         def check() -> Poll:
@@ -356,9 +321,9 @@ class SageMakerLocalLauncher:
         )
 
     def _raise_exited(self, code: int, model: str) -> None:
-        assert self._log is not None
+        assert self._process.log is not None
         assert self._model_dir is not None
-        lines = self._log.lines()
+        lines = self._process.log.lines()
         # model namespacing names models "<repository>::<model>" in the log
         reason = model_failure_reason(lines, f"{self._model_dir}::{model}") or model_failure_reason(lines, model)
         if reason:
@@ -371,21 +336,7 @@ class SageMakerLocalLauncher:
 
     def stop(self) -> None:
         """Stop the server and its python stubs, remove their shared memory and the work folder."""
-        self._stopped = True
-        if self._finalizer is not None:
-            self._finalizer.detach()
-        if self._proc is not None:
-            stop_process_group(self._proc, interrupt_timeout=self.stop_timeout)
-        if self._shm_prefix:
-            remove_shm(self._shm_prefix)
-        if self._ports is not None:
-            self._ports.release()
-            self._ports = None
-        if self._log is not None:
-            self._log.freeze()
-        if self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
-            self._workdir = None
+        self._process.stop(self.stop_timeout)
 
     def __enter__(self) -> Self:
         return self.start()
@@ -405,25 +356,16 @@ class SageMakerLocalLauncher:
         return self._urls
 
     def logs(self) -> str:
-        return "" if self._log is None else self._log.text()
+        return self._process.logs()
 
     def log_tail(self, lines: int = 50) -> str:
-        return "" if self._log is None else self._log.tail(lines)
+        return self._process.log_tail(lines)
 
     def exit_status(self) -> str | None:
-        if self._proc is None or self._stopped or self._proc.poll() is None:
-            return None
-        return describe_exit(self._proc.returncode)
+        return self._process.exit_status()
 
     def check_alive(self) -> None:
-        status = self.exit_status()
-        if status is not None:
-            assert self._proc is not None
-            raise ServerError(
-                f"tritonserver (sagemaker-local, pid {self._proc.pid}) is no longer running: it {status}",
-                exit_code=self._proc.returncode,
-                log_tail=self.log_tail(),
-            )
+        self._process.check_alive()
 
     def transport(self, protocol: InferenceEndpoint = "sagemaker", *, binary: bool = True) -> SageMakerTransport:
         """The ``/invocations`` transport for the default model (inputs read from its config.pbtxt)."""
@@ -452,8 +394,3 @@ def _urls(plan: ServePlan, env: Mapping[str, str]) -> ServerUrls:
 def _gpu_count() -> int:
     """What ``nvidia-smi -L`` would count: the /dev/nvidiaN devices."""
     return sum(1 for p in Path("/dev").glob("nvidia[0-9]*") if p.name[len("nvidia") :].isdigit())
-
-
-def _cleanup(proc: subprocess.Popen[bytes], prefix: str) -> None:
-    stop_process_group(proc, interrupt_timeout=2.0)
-    remove_shm(prefix)

@@ -1,0 +1,195 @@
+"""One ``tritonserver`` process on this machine and everything it leaves to clean up.
+
+The local and sagemaker-local launchers differ in their command line and in what "ready" means. What they
+share is here: the owned work folder (swept once its owner is gone, even after SIGKILL), the python backend's
+shared-memory prefix, the flags that place the binary's backends and cache, the log file, the spawn, how the
+process ended, and the stop that removes all of it, also at interpreter exit for a launcher that was dropped
+or left running.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import subprocess
+import weakref
+from collections.abc import Mapping
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from typing import final
+
+from pytest_triton.errors import ServerError
+from pytest_triton.errors import ServerStartError
+from pytest_triton.servers.binary import TritonBinary
+from pytest_triton.servers.logs import LogFile
+from pytest_triton.servers.ports import PortReservation
+from pytest_triton.servers.process import describe_exit
+from pytest_triton.servers.process import make_owned_workdir
+from pytest_triton.servers.process import python_env_dirs
+from pytest_triton.servers.process import remove_empty_dirs
+from pytest_triton.servers.process import remove_shm
+from pytest_triton.servers.process import shm_prefix
+from pytest_triton.servers.process import spawn
+from pytest_triton.servers.process import stop_process_group
+from pytest_triton.servers.process import sweep_dead_owners
+
+
+@final
+class TritonProcess:
+    """The process, log, ports, shared memory and work folder of one server; ``what`` names it in errors.
+
+    ``staging`` is the folder the work folder is made in (None: the system's temporary folder).
+    """
+
+    def __init__(self, what: str = "tritonserver", *, staging: Path | None = None) -> None:
+        self.what = what
+        self.staging = staging
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log: LogFile | None = None
+        self.ports: PortReservation | None = None
+        self.shm_prefix = ""
+        self.stopped = False  # stop() ran: the process ending is ours, not a crash
+        self._workdir: Path | None = None
+        self._python_envs_before: set[Path] | None = None
+        self._python_envs: set[Path] = set()
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+
+    # -- before the start ------------------------------------------------------------------------------
+
+    def workdir(self) -> Path:
+        """The work folder (staged repository, logs), made on first use; removed by stop() or at exit."""
+        if self._workdir is None:
+            sweep_dead_owners()  # before this server makes its own folder
+            base = self.staging
+            if base is not None:
+                base.mkdir(parents=True, exist_ok=True)
+            self._workdir = make_owned_workdir(base)
+            self._arm()
+        return self._workdir
+
+    def binary_flags(self, binary: TritonBinary) -> list[str]:
+        """The flags that place ``binary``'s backends and cache, and the python backend's shared-memory prefix
+        (chosen here, so that stop() removes exactly this server's regions)."""
+        if not self.shm_prefix:
+            self.shm_prefix = shm_prefix(secrets.token_hex(4))
+        flags = []
+        if binary.backend_directory is not None:
+            flags.append(f"--backend-directory={binary.backend_directory}")
+        if binary.cache_directory is not None:
+            flags.append(f"--cache-directory={binary.cache_directory}")
+        flags.append(f"--backend-config=python,shm-region-prefix-name={self.shm_prefix}")
+        return flags
+
+    def spawn(self, command: Sequence[str], env: Mapping[str, str], log_name: str) -> None:
+        """Start ``command`` in its own process group, its output going to ``log_name`` in the work folder."""
+        log_path = self.workdir() / log_name
+        self.log = LogFile(log_path)
+        if self._python_envs_before is None:
+            self._python_envs_before = python_env_dirs()
+        with log_path.open("wb") as out:
+            try:
+                self.proc = spawn(list(command), env=dict(env), stdout=out)
+            except OSError as err:
+                raise ServerStartError(f"could not run {command[0]!r}: {err}") from err
+        self._arm()
+
+    def started(self) -> None:
+        """Note the python backend's environment folders made while the server started (stop() removes the
+        empty ones: the stubs leave ``/tmp/python_env_*`` behind)."""
+        if self._python_envs_before is not None:
+            self._python_envs = python_env_dirs() - self._python_envs_before
+
+    def kill(self) -> None:
+        """Stop the process of a failed attempt, keep its log, drop its ports (the next attempt takes new ones)."""
+        if self.proc is not None:
+            stop_process_group(self.proc, interrupt_timeout=0.0, terminate_timeout=2.0)
+            self.proc = None
+            self._arm()
+        if self.ports is not None:
+            self.ports.release()
+            self.ports = None
+
+    # -- while it runs ---------------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.proc is None else self.proc.pid
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def exit_status(self) -> str | None:
+        """How the server ended on its own ("was killed by SIGSEGV", "exited with code 1"); None while it runs,
+        before it started and after stop()."""
+        if self.proc is None or self.stopped or self.proc.poll() is None:
+            return None
+        return describe_exit(self.proc.returncode)
+
+    def check_alive(self) -> None:
+        """Raise ServerError naming how the server ended, with its log tail, if it is no longer running."""
+        status = self.exit_status()
+        if status is not None:
+            assert self.proc is not None
+            raise ServerError(
+                f"{self.what} (pid {self.proc.pid}) is no longer running: it {status}",
+                exit_code=self.proc.returncode,
+                log_tail=self.log_tail(),
+            )
+
+    def require_running(self) -> None:
+        """Raise ServerStartError saying how the server ended, if it has (used before waits)."""
+        proc = self.proc
+        if proc is not None and proc.poll() is not None:
+            raise ServerStartError(
+                f"{self.what} is not running: it {describe_exit(proc.returncode)}",
+                exit_code=proc.returncode,
+                log_tail=self.log_tail(),
+            )
+
+    def logs(self) -> str:
+        """The whole server log so far (kept after stop)."""
+        return "" if self.log is None else self.log.text()
+
+    def log_tail(self, lines: int = 50) -> str:
+        """The last ``lines`` non-blank lines of the server log."""
+        return "" if self.log is None else self.log.tail(lines)
+
+    # -- the end ---------------------------------------------------------------------------------------
+
+    def stop(self, timeout: float) -> None:
+        """Stop the server and its python stubs (SIGINT, ``timeout`` s, then harder), remove their shared
+        memory, the empty python environment folders and the work folder; the log stays readable. Calling it
+        again does nothing."""
+        self.stopped = True
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        if self.proc is not None:
+            stop_process_group(self.proc, interrupt_timeout=timeout)
+        if self.shm_prefix:
+            remove_shm(self.shm_prefix)
+        remove_empty_dirs(self._python_envs)
+        if self.ports is not None:
+            self.ports.release()
+            self.ports = None
+        if self.log is not None:
+            self.log.freeze()
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
+    def _arm(self) -> None:
+        # what is left at interpreter exit is still stopped and removed (the finalizer holds no reference to self)
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, _cleanup, self.proc, self.shm_prefix, self._workdir)
+
+
+def _cleanup(proc: subprocess.Popen[bytes] | None, prefix: str, workdir: Path | None) -> None:
+    if proc is not None:
+        stop_process_group(proc, interrupt_timeout=2.0)
+    if prefix:
+        remove_shm(prefix)
+    if workdir is not None:
+        shutil.rmtree(workdir, ignore_errors=True)
