@@ -123,7 +123,7 @@ def test_docs_example_gives_parity_and_latency_items_and_a_report(pytester: pyte
         "--triton-report",
         "report/run",
         "--benchmark-json",
-        "report/benchmark.json",
+        "benchmark.json",
         "-p",
         "no:cacheprovider",
         "-rA",
@@ -168,7 +168,7 @@ def test_docs_example_gives_parity_and_latency_items_and_a_report(pytester: pyte
     assert relative["rounds"] >= 1
     assert "contracts.toml: latency[pipeline/fp32] p50" in (project / "report" / "run.md").read_text()
     # benchmark = true: pytest-benchmark got every latency item's samples
-    benchmarks = json.loads((project / "report" / "benchmark.json").read_text())["benchmarks"]
+    benchmarks = json.loads((project / "benchmark.json").read_text())["benchmarks"]
     assert sorted(b["name"] for b in benchmarks) == [
         "latency[fp16]",
         "latency[fp32]",
