@@ -144,8 +144,11 @@ def _parity(declaration: Declaration, name: str) -> Callable[..., None]:
             _record(request, f"parity[{name}]", "failed", str(exc))
             raise ContractFailure(f"parity of variant {name!r}: {exc}") from exc
         _record(request, f"parity[{name}]", "passed" if outcome.ok else "failed", outcome.message())
-        numbers, labels = outcome.reports()  # the latency report's parity table, beside the latency rows
-        triton_bench.record_parity(name, numbers, labels, transport=declaration.variants[name].protocol)
+        # the latency report's parity table, under the variant's name in the latency table
+        variant = declaration.variants[name]
+        numbers, labels = outcome.reports()
+        how = f"{variant.protocol}, {declaration.path.name}"  # two files may both have a variant of this name
+        triton_bench.record_parity(variant.budget_name(triton_bench.hardware), numbers, labels, transport=how)
         request.node.add_report_section("call", "triton-contract", outcome.message())
         if not outcome.ok:
             raise ContractFailure(outcome.message())

@@ -88,7 +88,7 @@ def reference_logits(samples: list[NliSample]) -> NDArray[np.float32]:
     return reference.logits([s.pair for s in samples])
 
 
-def _serve(factory: TritonServerFactory, repository: str | Path, variant: str) -> Served:
+def serve(factory: TritonServerFactory, repository: str | Path, variant: str) -> Served:
     server = factory.start(repository if isinstance(repository, Path) else SCENARIO / repository)
     prepared = server.prepared
     adapted = [m for m in (prepared.adapted if prepared else ()) if m.name == "mdeberta"]
@@ -101,7 +101,7 @@ def _serve(factory: TritonServerFactory, repository: str | Path, variant: str) -
 
 @pytest.fixture(scope="session")
 def ensemble_served(triton_server_factory: TritonServerFactory) -> Served:
-    return _serve(triton_server_factory, "ensemble", "triton-ensemble")
+    return serve(triton_server_factory, "ensemble", "triton-ensemble")
 
 
 def cuda_fp16_missing_reason(triton_server_factory: TritonServerFactory) -> str | None:
@@ -140,7 +140,7 @@ def cuda_fp16_served(triton_server_factory: TritonServerFactory, tmp_path_factor
         max_queue_delay_microseconds=1000,
         instance_kind="KIND_GPU",
     )
-    served = _serve(triton_server_factory, builder.build(), "triton-cuda-fp16")
+    served = serve(triton_server_factory, builder.build(), "triton-cuda-fp16")
     if served.providers[0] != "CUDAExecutionProvider":
         pytest.fail(f"the fp16 model was asked to run on CUDA but runs on {served.providers[0]}")
     return served
