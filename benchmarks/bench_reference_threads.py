@@ -26,14 +26,26 @@ from pytest_triton.bench.sampling import warm_up_shapes
 from pytest_triton.client.nli import NliClient
 from pytest_triton.client.nli import NliSample
 from pytest_triton.client.nli import NliTokenizer
+from pytest_triton.client.reference import OnnxReference
+from pytest_triton.serving import TritonServerFactory
 from tests.contracts.conftest import ASSETS
 from tests.contracts.conftest import Served
-from tests.contracts.conftest import onnx_served  # noqa: F401  (fixtures used below)
-from tests.contracts.conftest import reference  # noqa: F401
-from tests.contracts.conftest import samples  # noqa: F401
+from tests.contracts.conftest import samples  # noqa: F401  (fixtures used below)
+from tests.contracts.conftest import serve
 from tests.contracts.conftest import tokenizer  # noqa: F401
 
 onnxruntime = pytest.importorskip("onnxruntime", reason="needs onnxruntime (pip install '.[serve]')")
+
+
+@pytest.fixture
+def onnx_served(triton_server_factory: TritonServerFactory) -> Served:
+    return serve(triton_server_factory, "onnx", "triton-onnx")
+
+
+@pytest.fixture
+def reference() -> NliClient:
+    """The in-process reference as the contracts build it (ONNX Runtime's defaults)."""
+    return NliClient(OnnxReference(ASSETS / "model.onnx"), NliTokenizer(ASSETS / "tokenizer.json"))
 
 
 def _session(threads: int = 0, *, spinning: bool = True) -> Any:
@@ -51,8 +63,8 @@ def _threads_per_process(name: str) -> dict[str, int]:
 
 
 def test_reference_threads(
-    onnx_served: Served,  # noqa: F811
-    reference: NliClient,  # noqa: F811
+    onnx_served: Served,
+    reference: NliClient,
     tokenizer: NliTokenizer,  # noqa: F811
     samples: list[NliSample],  # noqa: F811
 ) -> None:

@@ -128,7 +128,9 @@ def _skip(reason: str) -> NoReturn:
 
 
 def _parity(declaration: Declaration, name: str) -> Callable[..., None]:
-    def contract_parity(request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory) -> None:
+    def contract_parity(
+        request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory, triton_bench: TritonBench
+    ) -> None:
         from pytest_triton.contracts import VariantUnavailable
         from pytest_triton.errors import PytestTritonError
 
@@ -142,6 +144,11 @@ def _parity(declaration: Declaration, name: str) -> Callable[..., None]:
             _record(request, f"parity[{name}]", "failed", str(exc))
             raise ContractFailure(f"parity of variant {name!r}: {exc}") from exc
         _record(request, f"parity[{name}]", "passed" if outcome.ok else "failed", outcome.message())
+        # the latency report's parity table, under the variant's name in the latency table
+        variant = declaration.variants[name]
+        numbers, labels = outcome.reports()
+        how = f"{variant.protocol}, {declaration.path.name}"  # two files may both have a variant of this name
+        triton_bench.record_parity(variant.budget_name(triton_bench.hardware), numbers, labels, transport=how)
         request.node.add_report_section("call", "triton-contract", outcome.message())
         if not outcome.ok:
             raise ContractFailure(outcome.message())
@@ -157,6 +164,18 @@ def _latency_skip_reason(config: pytest.Config) -> str | None:
     return None
 
 
+def _benchmark(request: pytest.FixtureRequest, declaration: Declaration) -> Any:
+    """pytest-benchmark's fixture where the declaration asks for it (``[latency] benchmark = true``), else None."""
+    if declaration.latency is None or not declaration.latency.benchmark:
+        return None
+    if not request.config.pluginmanager.hasplugin("benchmark"):
+        raise ContractFailure(
+            f"{declaration.path.name}: latency.benchmark=true needs pytest-benchmark "
+            "(pip install pytest-benchmark, or remove the key)"
+        )
+    return request.getfixturevalue("benchmark")
+
+
 def _latency(declaration: Declaration, name: str) -> Callable[..., None]:
     def contract_latency(
         request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory, triton_bench: TritonBench
@@ -166,12 +185,13 @@ def _latency(declaration: Declaration, name: str) -> Callable[..., None]:
         from pytest_triton.errors import PytestTritonError
 
         __tracebackhide__ = True
-        variant = declaration.variants[name]
-        budget_name = variant.budget_name(triton_bench.hardware)
+        variant = declaration.variants.get(name)  # None: the ONNX reference
+        budget_name = variant.budget_name(triton_bench.hardware) if variant else name
         reason = _latency_skip_reason(request.config)
         try:
             if reason is None:
-                result = measure_variant(_run(request, declaration, triton_server_factory), name, triton_bench)
+                run = _run(request, declaration, triton_server_factory)
+                result = measure_variant(run, name, triton_bench, benchmark=lambda: _benchmark(request, declaration))
         except VariantUnavailable as exc:
             reason = f"variant {name!r}: {exc.reason}"
         except PytestTritonError as exc:
@@ -212,6 +232,7 @@ def _relative(declaration: Declaration, index: int) -> Callable[..., None]:
             _record(request, f"latency[{rule.name}]", "skipped", reason)
             _skip(reason)
         _record(request, f"latency[{rule.name}]", "passed" if outcome.ok else "failed", outcome.message())
+        request.node.add_report_section("call", "triton-contract", outcome.message())
         if not outcome.ok:
             raise ContractFailure(outcome.message())
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 from typing import final
 
@@ -17,6 +18,8 @@ from numpy.typing import NDArray
 
 from pytest_triton.contracts.spec import LabelCheck
 from pytest_triton.contracts.spec import OutputCheck
+from pytest_triton.parity import LabelReport
+from pytest_triton.parity import ParityReport
 from pytest_triton.parity import Tolerance
 from pytest_triton.parity import compare
 from pytest_triton.parity import compare_labels
@@ -33,6 +36,7 @@ class CheckResult:
     check: str
     ok: bool
     lines: tuple[str, ...]
+    report: ParityReport | LabelReport | None = field(default=None, compare=False)  # what the latency report shows
 
     def title(self) -> str:
         return f"{self.output} {self.check}: {'ok' if self.ok else 'FAILED'}"
@@ -60,7 +64,7 @@ def _tolerance(
     output = report.outputs[0]
     if output.worst_index:
         lines.append(f"  the worst element is in sample {_row_name(rows, output.worst_index[0])!r}")
-    return CheckResult(name, f"tolerance ({tol})", report.ok, tuple(lines))
+    return CheckResult(name, f"tolerance ({tol})", report.ok, tuple(lines), report)
 
 
 def _argmax(
@@ -73,7 +77,7 @@ def _argmax(
         reference_name=ref_name,
         candidate_name=variant,
     )
-    return CheckResult(name, "argmax labels", report.ok, tuple(report.message().splitlines()))
+    return CheckResult(name, "argmax labels", report.ok, tuple(report.message().splitlines()), report)
 
 
 def _top_k(name: str, ref: NDArray[Any], cand: NDArray[Any], k: int, variant: str, rows: Sequence[str]) -> CheckResult:
@@ -164,4 +168,4 @@ def compare_text_labels(
         reference_name=reference_name,
         candidate_name=variant,
     )
-    return CheckResult(check.name, title, report.ok, tuple(report.message().splitlines()))
+    return CheckResult(check.name, title, report.ok, tuple(report.message().splitlines()), report)

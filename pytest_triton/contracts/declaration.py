@@ -218,7 +218,10 @@ def _reference(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> Ref
             raise read.bad((*keys, "variant"), name, f"one of the variants ({', '.join(variants)})")
         return Reference(name=name, variant=name)
     onnx = read.path_of(data, (*keys, "onnx"), "ONNX file")
-    return Reference(name=read.string(data, (*keys, "name"), "onnxruntime-inprocess"), onnx=onnx)
+    name = read.string(data, (*keys, "name"), "onnxruntime-inprocess")
+    if name in variants:  # latency items name the reference by it
+        raise read.bad((*keys, "name"), name, "a name no variant has (the reports call the reference by it)")
+    return Reference(name=name, onnx=onnx)
 
 
 def _tensor_rule(read: _Reader, name: str, data: Any, keys: tuple[str, ...]) -> TensorRule:
@@ -335,9 +338,11 @@ def _outputs(read: _Reader, data: Any) -> tuple[OutputCheck, ...]:
     return tuple(checks)
 
 
-def _latency(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> Latency | None:
+def _latency(read: _Reader, data: Any, variants: Mapping[str, Variant], reference: Reference) -> Latency | None:
     if data is None:
         return None
+    # what can be timed: the variants, and an ONNX reference (in this process) by its name
+    timed = (*variants, *([reference.name] if reference.onnx is not None else []))
     keys = ("latency",)
     known = {
         "variants",
@@ -349,14 +354,20 @@ def _latency(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> Laten
         "window_ms",
         "budgets",
         "relative",
+        "benchmark",
     }
     data = read.table(data, keys, known)
     concurrency = read.integer(data, (*keys, "concurrency"), 1)
     if concurrency != 1:
         raise read.fail(
             (*keys, "concurrency"),
-            f"latency.concurrency={concurrency}: this version measures at concurrency 1 only; set 1 or remove it",
+            f"latency.concurrency={concurrency}: this version measures at concurrency 1 only (one request at a "
+            "time: the bench's windows time sequential calls); set 1 or remove it, and measure concurrency with "
+            "perf_analyzer",
         )
+    benchmark = data.get("benchmark", False)
+    if not isinstance(benchmark, bool):
+        raise read.bad((*keys, "benchmark"), benchmark, "true or false")
     warm = data.get("warm_batch_sizes", [])
     if not isinstance(warm, list) or not all(isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in warm):
         raise read.bad((*keys, "warm_batch_sizes"), warm, "a list of batch sizes >= 1")
@@ -373,17 +384,19 @@ def _latency(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> Laten
         pair = {}
         for key in ("variant", "baseline"):
             pair[key] = read.string(rule, (*at, key))
-            if pair[key] not in variants:
-                raise read.bad((*at, key), pair[key], f"one of the variants ({', '.join(variants)})")
+            if pair[key] not in timed:
+                raise read.bad((*at, key), pair[key], f"one of the variants or the reference ({', '.join(timed)})")
         ratio = read.number(rule, (*at, "max_ratio"))
         if not ratio > 0:
             raise read.bad((*at, "max_ratio"), ratio, "a ratio > 0 (1.5: at most 50% slower)")
         percentile = read.integer(rule, (*at, "percentile"), 50)
         if percentile not in PERCENTILES:
             raise read.bad((*at, "percentile"), percentile, f"one of {', '.join(map(str, PERCENTILES))}")
+        if pair["variant"] == pair["baseline"]:
+            raise read.bad((*at, "baseline"), pair["baseline"], "another variant than `variant` (compared with it)")
         relative.append(RelativeBudget(pair["variant"], pair["baseline"], ratio, percentile))
     return Latency(
-        variants=read.names(data, (*keys, "variants"), variants) or tuple(variants),
+        variants=read.names(data, (*keys, "variants"), timed) or tuple(variants),
         batch_size=read.integer(data, (*keys, "batch_size"), 1),
         throughput_batch_size=read.integer(data, (*keys, "throughput_batch_size"), 8),
         warmup=read.integer(data, (*keys, "warmup"), 3, minimum=0),
@@ -392,6 +405,7 @@ def _latency(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> Laten
         window_ms=window,
         budgets=read.path_of(data, (*keys, "budgets"), "budget file") if "budgets" in data else None,
         relative=tuple(relative),
+        benchmark=benchmark,
     )
 
 
@@ -430,7 +444,7 @@ def parse_declaration(
         inputs=_inputs(read, data.get("inputs"), variants),
         outputs=_outputs(read, data.get("parity")),
         labels=_labels(read, data.get("parity"), variants),
-        latency=_latency(read, data.get("latency"), variants),
+        latency=_latency(read, data.get("latency"), variants, reference),
     )
     for variant in declaration.variants.values():
         for output in variant.outputs:

@@ -3,60 +3,111 @@ relative budgets between two variants measured side by side.
 
 Absolute budgets go through the session's :class:`~pytest_triton.bench.session.TritonBench` (its hardware
 key, its window policy, its report); a declaration's own budget file replaces the session's for its variants.
+A relative budget measures its two variants with the bench's interleaved measurement
+(:func:`~pytest_triton.bench.interleave.measure_interleaved`: A B A B windows, judged on the median of the
+per-round ratios) and lands in the latency report's relative-budget table, together with the budget file's
+relative budgets of the same pair on this hardware. An ONNX reference can be measured too, in this process.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import statistics
 from collections.abc import Callable
 from collections.abc import Hashable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from typing import Any
 from typing import final
 
+from pytest_triton.client.transports import Transport
 from pytest_triton.contracts.parity_run import ContractRun
 from pytest_triton.contracts.samples import batch_of
 from pytest_triton.contracts.samples import select_inputs
-from pytest_triton.contracts.serving import ServedVariant
 from pytest_triton.contracts.serving import batching
 from pytest_triton.contracts.spec import Latency
 from pytest_triton.contracts.spec import RelativeBudget
 
 if TYPE_CHECKING:
+    from pytest_triton.bench.budgets import BudgetFile
+    from pytest_triton.bench.relative import RelativeResult
+    from pytest_triton.bench.results import UnstablePolicy
     from pytest_triton.bench.results import VariantResult
+    from pytest_triton.bench.sampling import Clock
     from pytest_triton.bench.sampling import WindowPolicy
     from pytest_triton.bench.session import TritonBench
 
-__all__ = ["RelativeOutcome", "measure_pair", "measure_relative", "measure_variant", "request_call"]
+__all__ = ["RelativeOutcome", "Target", "judge_pair", "measure_relative", "measure_variant", "request_call", "target"]
 
 _LATENCY_SEED = 0  # generated latency batches: any fixed values, the same every run
 
 
-def request_call(run: ContractRun, served: ServedVariant, rows: int) -> Callable[[], object]:
-    """One prepared request of ``rows`` rows to a served variant, as a call to time."""
-    variant = served.variant
-    transport = served.transport
-    batches = batching(run.servers.folder(variant.repository), variant.model)
-    names = [spec.name for spec in transport.input_specs(variant.model)]
+@final
+@dataclass(frozen=True)
+class Target:
+    """What a latency item times: a served variant, or the declaration's ONNX reference in this process."""
+
+    name: str  # the declaration's name (a variant's, or the reference's)
+    transport: Transport
+    model: str
+    batches: bool  # whether requests carry a batch axis of any size
+    budget_name: str  # its name in the budget file and the latency report
+    outputs: Sequence[str] = ()  # what to ask for (none: every output)
+    http_url: str | None = None  # for the server statistics split
+    notes: tuple[str, ...] = ()
+    server: Any = None  # the launcher serving it (None: the reference in this process)
+
+
+def target(run: ContractRun, name: str, hardware: str) -> Target:
+    """The variant or reference ``name`` as something to time (raises VariantUnavailable where it cannot run)."""
+    declaration = run.declaration
+    reference = declaration.reference
+    if name not in declaration.variants and name == reference.name and reference.onnx is not None:
+        transport, model = run.reference()
+        first = transport.input_specs(model)
+        batches = bool(first) and bool(first[0].shape) and first[0].shape[0] == -1  # a dynamic leading axis
+        notes = (f"contract {declaration.path.name}: the reference, ONNX Runtime in the test process",)
+        return Target(name, transport, model, batches, name, notes=notes)
+    variant = declaration.variants[name]
+    served = run.servers.serve(variant)
+    return Target(
+        name,
+        served.transport,
+        variant.model,
+        batching(run.servers.folder(variant.repository), variant.model),
+        variant.budget_name(hardware),
+        outputs=run.requested_outputs(variant),
+        http_url=served.http_url,
+        notes=(f"contract {declaration.path.name}: variant {name!r}", *served.notes),
+        server=served.server,
+    )
+
+
+def request_call(run: ContractRun, timed: Target, rows: int) -> Callable[[], object]:
+    """One prepared request of ``rows`` rows to ``timed``, as a call to time."""
+    transport = timed.transport
+    names = [spec.name for spec in transport.input_specs(timed.model)]
     if run.declaration.inputs.samples is not None:
         samples = run.samples()
-        tensors = batch_of(samples, rows) if batches else samples[0].tensors
+        tensors = batch_of(samples, rows) if timed.batches else samples[0].tensors
     else:
         from pytest_triton.contracts.generated import numpy_request
 
         specs, _ = run.generated_inputs()
-        tensors = numpy_request(specs, batch_size=rows if batches else None, seed=_LATENCY_SEED)
-    tensors = select_inputs(variant.rename_inputs(tensors), names)
-    outputs = run.requested_outputs(variant)
+        tensors = numpy_request(specs, batch_size=rows if timed.batches else None, seed=_LATENCY_SEED)
+    variant = run.declaration.variants.get(timed.name)
+    if variant is not None:
+        tensors = variant.rename_inputs(tensors)
+    tensors = select_inputs(tensors, names)
+    outputs = list(timed.outputs)
     prepare = getattr(transport, "prepare", None)
     send = getattr(transport, "send", None)
     if callable(prepare) and callable(send):  # encode once, send many times
-        request = prepare(variant.model, tensors, outputs)
+        request = prepare(timed.model, tensors, outputs)
         return lambda: send(request)
-    return lambda: transport.infer(variant.model, tensors, outputs)
+    return lambda: transport.infer(timed.model, tensors, outputs)
 
 
 def _policy(latency: Latency, bench: TritonBench) -> WindowPolicy:
@@ -65,118 +116,188 @@ def _policy(latency: Latency, bench: TritonBench) -> WindowPolicy:
     return dataclasses.replace(bench.policy, mode="time", window_ms=latency.window_ms)
 
 
-def measure_variant(run: ContractRun, name: str, bench: TritonBench) -> VariantResult:
-    """Measure variant ``name`` and record it in the session's bench (raises VariantUnavailable where it
-    cannot run); the caller asserts the verdict."""
+def _budgets(latency: Latency, bench: TritonBench) -> BudgetFile | None:
+    if latency.budgets is None:
+        return bench.budgets
+    from pytest_triton.bench.budgets import load_budgets
+
+    return load_budgets(latency.budgets)
+
+
+def _warm_calls(run: ContractRun, timed: Target, latency: Latency) -> dict[int, Callable[[], object]]:
+    """A request per batch size to warm (and, for throughput, to measure): every shape before any measurement."""
+    sizes = dict.fromkeys((latency.batch_size, latency.throughput_batch_size, *latency.warm_batch_sizes))
+    return {rows: request_call(run, timed, rows) for rows in sizes}
+
+
+def measure_variant(
+    run: ContractRun, name: str, bench: TritonBench, *, benchmark: Callable[[], Any] | None = None
+) -> VariantResult:
+    """Measure variant (or ONNX reference) ``name`` and record it in the session's bench (raises
+    VariantUnavailable where it cannot run); the caller asserts the verdict. ``benchmark`` returns
+    pytest-benchmark's fixture (or None), which gets the latency samples too; it is called only once the variant
+    runs (pytest-benchmark warns about a fixture a skipped test never used)."""
     latency = run.declaration.latency
     assert latency is not None
-    variant = run.declaration.variants[name]
-    served = run.servers.serve(variant)
-    budgets = bench.budgets
-    if latency.budgets is not None:
-        from pytest_triton.bench.budgets import load_budgets
-
-        budgets = load_budgets(latency.budgets)
+    timed = target(run, name, bench.hardware)
+    budgets = _budgets(latency, bench)
     own = type(bench)(hardware=bench.hardware, budgets=budgets, policy=_policy(latency, bench), clock=bench.clock)
-    call = request_call(run, served, latency.batch_size)
-    warm: dict[Hashable, Callable[[], object]] = {
-        rows: request_call(run, served, rows) for rows in latency.warm_batch_sizes
-    }
-    throughput = None
-    if latency.throughput_batch_size != latency.batch_size:
-        throughput = warm.get(latency.throughput_batch_size) or request_call(run, served, latency.throughput_batch_size)
+    calls = _warm_calls(run, timed, latency)
+    shapes: dict[Hashable, Callable[[], object]] = {rows: call for rows, call in calls.items()}
+    throughput = calls[latency.throughput_batch_size] if latency.throughput_batch_size != latency.batch_size else None
     started = dt.datetime.now(dt.timezone.utc)
     result = own.measure(
-        variant.budget_name(bench.hardware),
-        call,
+        timed.budget_name,
+        calls[latency.batch_size],
         batch_size=latency.batch_size,
         throughput_call=throughput,
         throughput_batch_size=latency.throughput_batch_size,
-        warm_shapes=warm,
+        warm_shapes=shapes,
         warmup=latency.warmup,
-        http_url=served.http_url,
-        model=variant.model,
-        notes=(f"contract {run.declaration.path.name}: variant {name!r}", *served.notes),
+        http_url=timed.http_url,
+        model=timed.model if timed.http_url else None,
+        notes=timed.notes,
+        benchmark=benchmark() if benchmark is not None else None,
     )
-    server_notes = getattr(served.server, "latency_notes", None)  # what only this server knows (a SageMaker split)
+    server_notes = getattr(timed.server, "latency_notes", None)  # what only this server knows (a SageMaker split)
     if callable(server_notes):
         extra = tuple(server_notes(started, dt.datetime.now(dt.timezone.utc)))
         result = dataclasses.replace(result, notes=(*result.notes, *extra))
+    if own.triton_version and not bench.triton_version:
+        bench.triton_version = own.triton_version
     return bench.add(result)
 
 
 @final
 @dataclass(frozen=True)
 class RelativeOutcome:
-    """A relative budget's verdict: the two percentiles (medians over the rounds) and their ratio."""
+    """A declared relative budget's verdict, and the budget file's relative budgets of the same pair, all
+    judged on one interleaved measurement."""
 
     rule: RelativeBudget
-    candidate_ms: tuple[float, ...]
-    baseline_ms: tuple[float, ...]
+    declared: RelativeResult
+    from_budgets: tuple[RelativeResult, ...]
+    settled: str  # how the interleaved measurement ended
+    unstable: UnstablePolicy = "warn"
 
     @property
-    def ratio(self) -> float:
-        return statistics.median(self.candidate_ms) / statistics.median(self.baseline_ms)
+    def results(self) -> tuple[RelativeResult, ...]:
+        return (self.declared, *self.from_budgets)
 
     @property
     def ok(self) -> bool:
-        return self.ratio <= self.rule.max_ratio
+        """Over budget fails; within budget but unsettled fails only under ``unstable = "fail"``."""
+        return not any(r.status == "fail" or (r.status == "unstable" and self.unstable == "fail") for r in self.results)
 
     def message(self) -> str:
-        rule = self.rule
+        rule, result = self.rule, self.declared
         p = f"p{rule.percentile}"
         verdict = "holds" if self.ok else "FAILED"
-        rounds = ", ".join(f"{c:.3f}/{b:.3f}" for c, b in zip(self.candidate_ms, self.baseline_ms))
-        return (
-            f"relative latency {verdict}: {rule.variant!r} {p} / {rule.baseline!r} {p} = {self.ratio:.3f} "
-            f"(budget <= {rule.max_ratio:g}); medians {statistics.median(self.candidate_ms):.3f} ms / "
-            f"{statistics.median(self.baseline_ms):.3f} ms over {len(self.candidate_ms)} interleaved rounds "
-            f"(ms per round: {rounds})"
-        )
-
-
-def measure_pair(
-    candidate: Callable[[], object],
-    baseline: Callable[[], object],
-    *,
-    percentile: int,
-    batch_size: int,
-    policy: WindowPolicy,
-    warmup: int,
-    rounds: int = 3,
-) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """``percentile`` of each call per round, the two measured in alternation (baseline first each round).
-
-    The one place to switch to the bench's interleaved measurement when it lands (bench9)."""
-    from pytest_triton.bench.sampling import measure
-    from pytest_triton.bench.sampling import warm_up_shapes
-
-    if warmup:
-        warm_up_shapes({"baseline": baseline, "candidate": candidate}, count=warmup)
-    cand: list[float] = []
-    base: list[float] = []
-    for _ in range(rounds):
-        for call, out in ((baseline, base), (candidate, cand)):
-            stats = measure(call, batch_size=batch_size, warmup=0, policy=policy).stats()
-            out.append(stats.percentile_ms(percentile))
-    return tuple(cand), tuple(base)
+        ratio = "n/a" if result.ratio is None else f"{result.ratio:.3f}"
+        lines = [
+            f"relative latency {verdict}: {rule.variant!r} {p} / {rule.baseline!r} {p} = {ratio} "
+            f"(budget <= {rule.max_ratio:g}); {result.status}: {result.reason}",
+            f"interleaved measurement: {self.settled}",
+        ]
+        lines += [f"budget file: {r.budget.label}: {r.status}: {r.reason}" for r in self.from_budgets]
+        return "\n".join(lines)
 
 
 def measure_relative(run: ContractRun, rule: RelativeBudget, bench: TritonBench) -> RelativeOutcome:
-    """Hold ``rule.variant`` to at most ``rule.max_ratio`` times ``rule.baseline`` (VariantUnavailable where
-    either cannot run)."""
+    """Hold ``rule.variant`` to at most ``rule.max_ratio`` times ``rule.baseline``, measured side by side, and
+    record every verdict in the session bench's relative-budget table (VariantUnavailable where either
+    cannot run)."""
+    from pytest_triton.bench.sampling import warm_up_shapes
+
     latency = run.declaration.latency
     assert latency is not None
-    calls: dict[str, Any] = {}
-    for name in (rule.variant, rule.baseline):
-        served = run.servers.serve(run.declaration.variants[name])
-        calls[name] = request_call(run, served, latency.batch_size)
-    cand, base = measure_pair(
-        calls[rule.variant],
-        calls[rule.baseline],
-        percentile=rule.percentile,
+    baseline = target(run, rule.baseline, bench.hardware)
+    candidate = target(run, rule.variant, bench.hardware)
+    # the report's names are the budget file's, so its relative budgets of this pair apply
+    same = baseline.budget_name == candidate.budget_name
+    base_key, cand_key = (rule.baseline, rule.variant) if same else (baseline.budget_name, candidate.budget_name)
+    warm = {key: _warm_calls(run, timed, latency) for key, timed in ((base_key, baseline), (cand_key, candidate))}
+    if latency.warmup:
+        warm_up_shapes({(key, rows): c for key, own in warm.items() for rows, c in own.items()}, count=latency.warmup)
+    outcome = judge_pair(
+        rule,
+        {key: own[latency.batch_size] for key, own in warm.items()},
+        throughput_calls={key: own[latency.throughput_batch_size] for key, own in warm.items()},
         batch_size=latency.batch_size,
+        throughput_batch_size=latency.throughput_batch_size,
+        source=run.declaration.path.name,
+        budgets=_budgets(latency, bench),
+        hardware=bench.hardware,
         policy=_policy(latency, bench),
-        warmup=latency.warmup,
+        clock=bench.clock,
+        unstable=bench.unstable,
     )
-    return RelativeOutcome(rule, cand, base)
+    bench.relative.extend(outcome.results)
+    return outcome
+
+
+def judge_pair(
+    rule: RelativeBudget,
+    calls: Mapping[str, Callable[[], object]],
+    *,
+    throughput_calls: Mapping[str, Callable[[], object]] | None = None,
+    batch_size: int = 1,
+    throughput_batch_size: int = 8,
+    source: str = "contracts",
+    budgets: BudgetFile | None = None,
+    hardware: str = "",
+    policy: WindowPolicy | None = None,
+    clock: Clock | None = None,
+    unstable: UnstablePolicy = "warn",
+) -> RelativeOutcome:
+    """Measure the pair of ``calls`` (baseline first, then the variant, by their report names) in alternating
+    windows and judge ``rule`` and the budget file's relative budgets of that pair on ``hardware``.
+
+    Samples/s are measured (``throughput_calls``, interleaved too) only when a budget of the file needs them.
+    """
+    import time
+
+    from pytest_triton.bench.interleave import measure_interleaved
+    from pytest_triton.bench.relative import RelativeBudget as BudgetRule
+    from pytest_triton.bench.relative import evaluate_relative
+
+    if len(calls) != 2:
+        raise ValueError(f"a relative budget compares two calls; got {sorted(calls)}")
+    base_key, cand_key = calls
+    timing: dict[str, Any] = {"clock": clock} if clock else {}
+    from_file = budgets.relative_budgets(hardware, {base_key, cand_key}) if budgets else ()
+    declared = BudgetRule(
+        hardware=hardware,
+        variant=cand_key,
+        baseline=base_key,
+        metric=f"p{rule.percentile}_ms",
+        source=f"{source} [[latency.relative]]",
+        tolerance=0.0,
+        max_ratio=rule.max_ratio,
+        name=f"{source}: latency[{rule.name}] p{rule.percentile}",
+    )
+    started = time.monotonic()
+    runs = {"latency": measure_interleaved(calls, batch_size=batch_size, policy=policy, **timing)}
+    if throughput_calls and any(r.is_rate for r in from_file):
+        runs["rate"] = measure_interleaved(throughput_calls, batch_size=throughput_batch_size, policy=policy, **timing)
+    results = []
+    for budget in (declared, *from_file):
+        interleaved = runs.get("rate" if budget.is_rate else "latency")
+        if interleaved is None:  # a samples/s budget without throughput calls
+            results.append(evaluate_relative(budget, None, None))
+            continue
+        mine, theirs = interleaved.measurements[cand_key].stats(), interleaved.measurements[base_key].stats()
+        p50_ok, rate_ok, text = interleaved.pair_stability(cand_key, base_key)
+        results.append(
+            evaluate_relative(
+                budget,
+                mine,
+                theirs,
+                stable=rate_ok if budget.is_rate else p50_ok,
+                stability=text,
+                paired=interleaved.paired(cand_key, base_key, budget.metric),
+            )
+        )
+    settled = "; ".join(f"b={r.measurements[base_key].batch_size}: {r.reason}" for r in runs.values())
+    settled += f" ({time.monotonic() - started:.1f} s)"
+    return RelativeOutcome(rule, results[0], tuple(results[1:]), settled, unstable)

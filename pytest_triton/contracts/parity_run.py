@@ -36,6 +36,8 @@ from pytest_triton.contracts.spec import Generated
 from pytest_triton.contracts.spec import Variant
 from pytest_triton.contracts.spec import precision_tolerance
 from pytest_triton.errors import MissingDependency
+from pytest_triton.parity import LabelReport
+from pytest_triton.parity import ParityReport
 
 __all__ = ["ContractRun", "ParityOutcome", "format_tensors"]
 
@@ -56,6 +58,18 @@ class ParityOutcome:
     @property
     def ok(self) -> bool:
         return all(c.ok for c in self.checks)
+
+    def reports(self) -> tuple[ParityReport | None, LabelReport | None]:
+        """For the latency report's parity table: every output's tolerance comparison (under the first one's
+        tolerance name) and the first label comparison (argmax or text labels)."""
+        numeric = [c.report for c in self.checks if isinstance(c.report, ParityReport)]
+        labels = [c.report for c in self.checks if isinstance(c.report, LabelReport)]
+        parity = None
+        if numeric:
+            outputs = tuple(o for r in numeric for o in r.outputs)
+            first = numeric[0]
+            parity = ParityReport(outputs, first.tolerance, first.reference_name, first.candidate_name)
+        return parity, (labels[0] if labels else None)
 
     def message(self) -> str:
         verdict = "holds" if self.ok else "FAILED"

@@ -173,7 +173,8 @@ class RelativeBudget:
 @final
 @dataclass(frozen=True)
 class Latency:
-    """What to measure: which variants, at which batch sizes, against which budgets."""
+    """What to measure: which variants (and the ONNX reference, by its name), at which batch sizes, against
+    which budgets."""
 
     variants: tuple[str, ...]
     batch_size: int = 1
@@ -184,6 +185,7 @@ class Latency:
     window_ms: float | None = None  # None: the session's window (ini triton_window_ms)
     budgets: Path | None = None
     relative: tuple[RelativeBudget, ...] = ()
+    benchmark: bool = False  # latency items record their samples into pytest-benchmark's fixture too
 
 
 @final

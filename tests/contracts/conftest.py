@@ -1,11 +1,16 @@
-"""Scenario 07's contract suite: parity across engines and latency budgets on any launcher.
+"""Scenario 07's contracts that its declaration cannot say (model_repos/scenario07.contracts.toml says the rest:
+parity of the onnx repository over HTTP and gRPC, of TensorRT fp16 and of the ensemble's logits and labels; the
+latency of each, of the in-process reference and the relative budgets between them).
 
-Variants (named by what actually runs, so a CPU run never reports a GPU row as passed):
-- ``onnxruntime-fp32-inprocess``: the reference, ONNX Runtime fp32 on the CPU in this process;
-- ``triton-ort-gpu`` / ``triton-onnx-cpu``: the ``onnx`` repository served, client tokenizes;
-- ``triton-tensorrt-fp16``: the ``tensorrt`` repository with TensorRT active (skipped where it is absent);
-- ``triton-cuda-fp16``: an fp16 model on the CUDA provider, where TensorRT is absent but CUDA is present;
-- ``triton-ensemble-*``: text in, label and score out (tokenize → mdeberta → postprocess).
+What is left here:
+- the reference itself gets the samples' ground-truth labels, by a clear margin (a declaration compares variants
+  with the reference, not the reference with the truth);
+- ``triton-cuda-fp16``: an fp16 model built at test time for the CUDA provider, where TensorRT is absent but
+  CUDA is present (a declaration names committed repositories);
+- the ensemble's SCORE against tokenizing in the client (NLI-specific client code).
+
+Every server is reached over the first protocol it offers (``server.urls``: http, grpc, sagemaker), so the suite
+runs on any launcher.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pytest_triton.client.nli import NliSample
 from pytest_triton.client.nli import NliTokenizer
 from pytest_triton.client.nli import load_samples
 from pytest_triton.client.reference import OnnxReference
+from pytest_triton.servers.base import InferenceEndpoint
 from pytest_triton.servers.base import TritonLauncher
 from pytest_triton.serving import TritonServerFactory
 
@@ -32,13 +38,25 @@ MODEL_REPOS = ROOT / "model_repos"
 SCENARIO = MODEL_REPOS / "scenario07"
 ASSETS = MODEL_REPOS / "assets" / "tiny-mdeberta"
 SAMPLES = MODEL_REPOS / "samples" / "nli_samples.jsonl"
+REFERENCE = "onnxruntime-fp32-inprocess"  # the reference's name in the declaration and the reports
 
 pytestmark = pytest.mark.xdist_group("embedded-triton")
+
+PROTOCOLS: tuple[InferenceEndpoint, ...] = ("http", "grpc", "sagemaker")
+
+
+def protocol_of(server: TritonLauncher) -> InferenceEndpoint:
+    """The first inference protocol ``server`` offers (a SageMaker endpoint offers only ``sagemaker``)."""
+    urls = server.urls
+    offered = [p for p in PROTOCOLS if getattr(urls, p) is not None]
+    if not offered:
+        pytest.fail(f"the server offers no inference endpoint: {urls.as_dict()}")
+    return offered[0]
 
 
 @dataclass(frozen=True)
 class Served:
-    """A served scenario-07 repository and the name of the variant it really runs as."""
+    """A served scenario-07 repository, the protocol it is reached by and what its mdeberta runs on."""
 
     server: TritonLauncher
     variant: str
@@ -46,14 +64,11 @@ class Served:
     notes: tuple[str, ...]
 
     @property
-    def precision(self) -> str:
-        """The parity preset for what runs: CUDA fp32 matmuls are TF32 by ONNX Runtime's default."""
-        if self.variant.endswith(("fp16", "tensorrt")):
-            return "fp16"
-        return "tf32" if self.providers[0] == "CUDAExecutionProvider" else "fp32"
+    def protocol(self) -> InferenceEndpoint:
+        return protocol_of(self.server)
 
     def client(self, tokenizer: NliTokenizer) -> NliClient:
-        return NliClient(self.server.transport("http"), tokenizer)
+        return NliClient(self.server.transport(self.protocol), tokenizer)
 
 
 @pytest.fixture(scope="session")
@@ -67,21 +82,13 @@ def tokenizer() -> NliTokenizer:
 
 
 @pytest.fixture(scope="session")
-def reference() -> NliClient:
-    """The in-process ONNX Runtime fp32 reference, behind the same client API as the servers."""
-    return NliClient(OnnxReference(ASSETS / "model.onnx"), NliTokenizer(ASSETS / "tokenizer.json"))
-
-
-@pytest.fixture(scope="session")
-def reference_logits(reference: NliClient, samples: list[NliSample]) -> NDArray[np.float32]:
+def reference_logits(samples: list[NliSample]) -> NDArray[np.float32]:
+    """The in-process ONNX Runtime fp32 reference's logits of every sample."""
+    reference = NliClient(OnnxReference(ASSETS / "model.onnx"), NliTokenizer(ASSETS / "tokenizer.json"))
     return reference.logits([s.pair for s in samples])
 
 
-_ENGINES = {"TensorrtExecutionProvider": "tensorrt", "CUDAExecutionProvider": "gpu", "CPUExecutionProvider": "cpu"}
-
-
-def _serve(factory: TritonServerFactory, repository: str | Path, stem: str) -> Served:
-    """Serve a repository; the variant is named after the provider mdeberta really runs on."""
+def serve(factory: TritonServerFactory, repository: str | Path, variant: str) -> Served:
     server = factory.start(repository if isinstance(repository, Path) else SCENARIO / repository)
     prepared = server.prepared
     adapted = [m for m in (prepared.adapted if prepared else ()) if m.name == "mdeberta"]
@@ -89,56 +96,35 @@ def _serve(factory: TritonServerFactory, repository: str | Path, stem: str) -> S
         providers, notes = tuple(adapted[0].providers), tuple(adapted[0].notes)
     else:  # the real onnxruntime backend runs what the config asks for
         providers, notes = ("onnxruntime-backend",), ()
-    engine = _ENGINES.get(providers[0], "gpu" if server.has_gpu else "cpu")
-    return Served(server, f"{stem}-{engine}", providers, notes)
-
-
-@pytest.fixture(scope="session")
-def onnx_served(triton_server_factory: TritonServerFactory) -> Served:
-    served = _serve(triton_server_factory, "onnx", "triton-onnx")
-    if served.variant == "triton-onnx-gpu":  # the seed's name for this row
-        return Served(served.server, "triton-ort-gpu", served.providers, served.notes)
-    return served
+    return Served(server, variant, providers, notes)
 
 
 @pytest.fixture(scope="session")
 def ensemble_served(triton_server_factory: TritonServerFactory) -> Served:
-    return _serve(triton_server_factory, "ensemble", "triton-ensemble")
+    return serve(triton_server_factory, "ensemble", "triton-ensemble")
 
 
-def tensorrt_missing_reason(server_has_gpu: bool) -> str | None:
-    """Why the TensorRT variant cannot run here, or None when it can."""
-    from pytest_triton.repository.onnx_adapter import tensorrt_unavailable_reason
-
-    if not server_has_gpu:
-        return "TensorRT needs a GPU and none is visible (run the --gpu suite on a GPU runner)"
-    return tensorrt_unavailable_reason()
-
-
-@pytest.fixture(scope="session")
-def tensorrt_served(triton_server_factory: TritonServerFactory, onnx_served: Served) -> Served:
-    reason = tensorrt_missing_reason(onnx_served.server.has_gpu)
-    if reason is not None:
-        pytest.skip(reason)
-    served = _serve(triton_server_factory, "tensorrt", "triton")
-    if served.providers[0] not in ("TensorrtExecutionProvider", "onnxruntime-backend"):
-        pytest.skip(f"TensorRT is not active: the model runs on {served.providers[0]} ({'; '.join(served.notes)})")
-    return Served(served.server, "triton-tensorrt-fp16", served.providers, served.notes)
-
-
-@pytest.fixture(scope="session")
-def cuda_fp16_served(
-    triton_server_factory: TritonServerFactory, onnx_served: Served, tmp_path_factory: pytest.TempPathFactory
-) -> Served:
-    """mdeberta converted to fp16 (inputs and outputs kept as they are) on the CUDA provider."""
+def cuda_fp16_missing_reason(triton_server_factory: TritonServerFactory) -> str | None:
+    """Why the CUDA fp16 variant cannot run here, or None (decided before any server starts)."""
     import onnxruntime
 
-    if not onnx_served.server.has_gpu:
-        pytest.skip("the CUDA fp16 variant needs a GPU and none is visible (run the --gpu suite on a GPU runner)")
+    from pytest_triton.repository.onnx_adapter import tensorrt_unavailable_reason
+
+    if not triton_server_factory.options.gpu:
+        return "the CUDA fp16 variant needs a GPU: run the --gpu suite on a GPU runner"
     if "CUDAExecutionProvider" not in onnxruntime.get_available_providers():
-        pytest.skip("this onnxruntime offers no CUDAExecutionProvider (install onnxruntime-gpu: the gpu extra)")
-    if tensorrt_missing_reason(True) is None:
-        pytest.skip("TensorRT is present: the triton-tensorrt-fp16 variant covers fp16 here")
+        return "this onnxruntime offers no CUDAExecutionProvider (install onnxruntime-gpu: the gpu extra)"
+    if tensorrt_unavailable_reason() is None:
+        return "TensorRT is present: the declaration's tensorrt-fp16 variant covers fp16 here"
+    return None
+
+
+@pytest.fixture(scope="session")
+def cuda_fp16_served(triton_server_factory: TritonServerFactory, tmp_path_factory: pytest.TempPathFactory) -> Served:
+    """mdeberta converted to fp16 (inputs and outputs kept as they are) on the CUDA provider."""
+    reason = cuda_fp16_missing_reason(triton_server_factory)
+    if reason is not None:
+        pytest.skip(reason)
     import onnx
     from onnxruntime.transformers.float16 import convert_float_to_float16
 
@@ -154,7 +140,7 @@ def cuda_fp16_served(
         max_queue_delay_microseconds=1000,
         instance_kind="KIND_GPU",
     )
-    served = _serve(triton_server_factory, builder.build(), "triton-cuda")
+    served = serve(triton_server_factory, builder.build(), "triton-cuda-fp16")
     if served.providers[0] != "CUDAExecutionProvider":
         pytest.fail(f"the fp16 model was asked to run on CUDA but runs on {served.providers[0]}")
-    return Served(served.server, "triton-cuda-fp16", served.providers, served.notes)
+    return served

@@ -118,9 +118,17 @@ def project(pytester: pytest.Pytester) -> Path:
 
 def test_docs_example_gives_parity_and_latency_items_and_a_report(pytester: pytest.Pytester, project: Path) -> None:
     result = pytester.runpytest_subprocess(
-        "--triton-contracts", "contracts.toml", "--triton-report", "report/run", "-p", "no:cacheprovider", "-rA"
+        "--triton-contracts",
+        "contracts.toml",
+        "--triton-report",
+        "report/run",
+        "--benchmark-json",
+        "benchmark.json",
+        "-p",
+        "no:cacheprovider",
+        "-rA",
     )
-    result.assert_outcomes(passed=7)
+    result.assert_outcomes(passed=8)
     result.stdout.fnmatch_lines(
         [
             "*= triton contracts =*",
@@ -131,6 +139,7 @@ def test_docs_example_gives_parity_and_latency_items_and_a_report(pytester: pyte
             "PASSED contracts.toml::parity?fp16?",
             "PASSED contracts.toml::parity?pipeline?",
             "PASSED contracts.toml::latency?fp32?",
+            "PASSED contracts.toml::latency?onnxruntime?",
             "PASSED contracts.toml::latency?pipeline/fp32?",
         ]
     )
@@ -142,10 +151,30 @@ def test_docs_example_gives_parity_and_latency_items_and_a_report(pytester: pyte
         "latency[fp32]",
         "latency[fp16]",
         "latency[pipeline]",
+        "latency[onnxruntime]",
         "latency[pipeline/fp32]",
     ]
+    # the latency report holds parity, latency and the declared relative budget side by side
     latency = json.loads((project / "report" / "run.json").read_text())
-    assert {r["variant"] for r in latency["results"]} >= {"fp32", "fp16", "pipeline"}
+    assert {r["variant"] for r in latency["results"]} >= {"fp32", "fp16", "pipeline", "onnxruntime"}
+    assert [(p["variant"], p["ok"]) for p in latency["parity"]] == [("fp32", True), ("fp16", True), ("pipeline", True)]
+    [relative] = latency["relative"]
+    assert relative["budget"]["name"] == "contracts.toml: latency[pipeline/fp32] p50"
+    assert (relative["budget"]["variant"], relative["budget"]["baseline"], relative["paired"]) == (
+        "pipeline",
+        "fp32",
+        True,
+    )
+    assert relative["rounds"] >= 1
+    assert "contracts.toml: latency[pipeline/fp32] p50" in (project / "report" / "run.md").read_text()
+    # benchmark = true: pytest-benchmark got every latency item's samples
+    benchmarks = json.loads((project / "benchmark.json").read_text())["benchmarks"]
+    assert sorted(b["name"] for b in benchmarks) == [
+        "latency[fp16]",
+        "latency[fp32]",
+        "latency[onnxruntime]",
+        "latency[pipeline]",
+    ]
 
 
 def test_a_drifting_variant_fails_with_the_shrunk_input_and_worst_element(pytester: pytest.Pytester) -> None:

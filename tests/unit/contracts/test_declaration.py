@@ -170,3 +170,55 @@ def test_the_shipped_label_names_are_the_models() -> None:
     (tabular,) = load_declaration(MODEL_REPOS / "tabular.contracts.toml").labels
     config = (MODEL_REPOS / "tabular" / "ensemble" / "postprocess" / "config.pbtxt").read_text()
     assert f'string_value: "{",".join(tabular.names)}"' in config
+
+
+RELATIVE = '\n[[latency.relative]]\nvariant = "fp16"\nbaseline = "{baseline}"\nmax_ratio = 1.5\n'
+
+
+def test_latency_can_time_the_onnx_reference_and_record_into_pytest_benchmark(folder: Path) -> None:
+    text = GOOD.replace("batch_size = 1", 'variants = ["fp16", "onnxruntime-inprocess"]\nbenchmark = true')
+    declaration = parse_declaration(text + RELATIVE.format(baseline="onnxruntime-inprocess"), folder / "c.toml")
+    latency = declaration.latency
+    assert latency is not None
+    assert latency.variants == ("fp16", "onnxruntime-inprocess")
+    assert latency.benchmark
+    (rule,) = latency.relative
+    assert (rule.variant, rule.baseline, rule.name) == ("fp16", "onnxruntime-inprocess", "fp16/onnxruntime-inprocess")
+    default = parse_declaration(GOOD, folder / "contracts.toml").latency
+    assert default is not None
+    assert default.benchmark is False
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            GOOD.replace('onnx = "model.onnx"', 'onnx = "model.onnx"\nname = "fp32"'),
+            r"contracts.toml:3:1: reference.name='fp32': expected a name no variant has",
+        ),
+        (GOOD + "benchmark = 1\n", r"latency.benchmark=1: expected true or false"),
+        (GOOD + RELATIVE.format(baseline="fp16"), r"latency.relative.baseline='fp16': expected another variant"),
+        (
+            GOOD + RELATIVE.format(baseline="gpu"),
+            r"latency.relative.baseline='gpu': expected one of the variants or the reference "
+            r"\(fp32, fp16, onnxruntime-inprocess\)",
+        ),
+        (
+            GOOD.replace("batch_size = 1", "concurrency = 2"),
+            r"latency.concurrency=2: this version measures at concurrency 1 only \(one request at a time",
+        ),
+    ],
+    ids=["reference-name", "benchmark", "same-pair", "unknown-baseline", "concurrency"],
+)
+def test_latency_keys_are_checked(folder: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse(folder, text)
+
+
+def test_a_variant_reference_is_timed_as_a_variant(folder: Path) -> None:
+    text = GOOD.replace('onnx = "model.onnx"', 'variant = "fp32"') + RELATIVE.format(baseline="fp32")
+    declaration = parse_declaration(text, folder / "contracts.toml")
+    assert declaration.latency is not None
+    assert declaration.latency.relative[0].baseline == "fp32"
+    with pytest.raises(ConfigError, match=r"latency.relative.baseline='onnxruntime-inprocess': expected one of"):
+        parse(folder, text.replace('baseline = "fp32"', 'baseline = "onnxruntime-inprocess"'))

@@ -1,0 +1,152 @@
+"""A declared relative budget on a fake clock: the pair alternates window by window (the bench's interleaved
+measurement), the declared ratio and the budget file's relative budgets of the pair are judged on it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pytest_triton.bench.budgets import load_budgets
+from pytest_triton.bench.sampling import WindowPolicy
+from pytest_triton.contracts.latency_run import judge_pair
+from pytest_triton.contracts.spec import RelativeBudget
+
+MS = 1_000_000
+POLICY = WindowPolicy(window_requests=4, stable_windows=3, max_windows=6)
+
+BUDGETS = """\
+[cpu-test]
+source = "unit test"
+tolerance = 0.0
+
+[[cpu-test.relative]]
+name = "overhead (p50)"
+variant = "served"
+baseline = "inprocess"
+metric = "p50_ms"
+max_ratio = 1.1
+
+[[cpu-test.relative]]
+name = "throughput"
+variant = "served"
+baseline = "inprocess"
+metric = "samples_per_s"
+min_ratio = 0.5
+
+[[cpu-test.relative]]
+name = "another pair"
+variant = "served"
+baseline = "elsewhere"
+metric = "p50_ms"
+max_ratio = 1.0
+"""
+
+
+class Machine:
+    """A fake clock; each call advances it by its variant's latency and is logged."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.order: list[str] = []
+
+    def clock(self) -> int:
+        return self.now
+
+    def call(self, name: str, ms: float) -> Callable[[], None]:
+        def run() -> None:
+            self.order.append(name)
+            self.now += int(ms * MS)
+
+        return run
+
+
+def _rule(max_ratio: float) -> RelativeBudget:
+    return RelativeBudget("served-variant", "reference", max_ratio, 50)
+
+
+def test_the_pair_alternates_and_the_declared_ratio_is_judged() -> None:
+    m = Machine()
+    calls = {"inprocess": m.call("inprocess", 10), "served": m.call("served", 12)}
+    outcome = judge_pair(_rule(1.5), calls, source="c.toml", hardware="cpu-test", policy=POLICY, clock=m.clock)
+    assert m.order[:16] == ["inprocess"] * 4 + ["served"] * 4 + ["inprocess"] * 4 + ["served"] * 4
+    declared = outcome.declared
+    assert declared.status == "pass"
+    assert declared.ratio == pytest.approx(1.2)
+    assert declared.rounds == 3  # the median of the kept rounds' ratios, paired
+    assert (declared.budget.variant, declared.budget.baseline) == ("served", "inprocess")
+    assert declared.budget.label == "c.toml: latency[served-variant/reference] p50"
+    assert outcome.ok
+    assert outcome.from_budgets == ()
+    assert outcome.message().startswith(
+        "relative latency holds: 'served-variant' p50 / 'reference' p50 = 1.200 (budget <= 1.5); pass: "
+    )
+
+
+def test_over_the_declared_ratio_fails() -> None:
+    m = Machine()
+    calls = {"inprocess": m.call("inprocess", 10), "served": m.call("served", 12)}
+    outcome = judge_pair(_rule(1.1), calls, hardware="cpu-test", policy=POLICY, clock=m.clock)
+    assert outcome.declared.status == "fail"
+    assert not outcome.ok
+    assert outcome.message().startswith("relative latency FAILED:")
+
+
+def test_the_budget_files_relative_budgets_of_the_pair_are_judged_too(tmp_path: Path) -> None:
+    (tmp_path / "budgets.toml").write_text(BUDGETS)
+    m = Machine()
+    calls = {"inprocess": m.call("inprocess", 10), "served": m.call("served", 12)}
+    rate = {"inprocess": m.call("inprocess-b8", 40), "served": m.call("served-b8", 100)}
+    outcome = judge_pair(
+        _rule(1.5),
+        calls,
+        throughput_calls=rate,
+        throughput_batch_size=8,
+        budgets=load_budgets(tmp_path / "budgets.toml"),
+        hardware="cpu-test",
+        policy=POLICY,
+        clock=m.clock,
+    )
+    # "another pair" names a variant not measured here: not judged on this measurement
+    assert [(r.budget.label, r.status) for r in outcome.from_budgets] == [
+        ("overhead (p50)", "fail"),  # 1.2 > 1.1
+        ("throughput", "fail"),  # 0.4 < 0.5
+    ]
+    assert outcome.from_budgets[1].ratio == pytest.approx(0.4)
+    assert "served-b8" in m.order  # samples/s were measured, interleaved, because a budget needs them
+    assert not outcome.ok
+    assert "budget file: overhead (p50): fail:" in outcome.message()
+
+
+def test_samples_per_s_are_measured_only_when_a_budget_needs_them() -> None:
+    m = Machine()
+    calls = {"inprocess": m.call("inprocess", 10), "served": m.call("served", 12)}
+    rate = {"inprocess": m.call("inprocess-b8", 40), "served": m.call("served-b8", 100)}
+    judge_pair(_rule(1.5), calls, throughput_calls=rate, policy=POLICY, clock=m.clock)
+    assert "served-b8" not in m.order
+
+
+def test_an_unsettled_pair_within_budget_warns_or_fails_by_policy() -> None:
+    m = Machine()
+    jitter = iter([10.0, 30.0] * 100)
+
+    def noisy() -> None:
+        m.order.append("served")
+        m.now += int(next(jitter) * MS)
+
+    calls = {"inprocess": m.call("inprocess", 10), "served": noisy}
+    policy = WindowPolicy(window_requests=3, stable_windows=3, max_windows=4)
+    # the variant's p50 is 10 ms in one window and 30 ms in the next: the ratio never settles within 10%
+    warned = judge_pair(_rule(5.0), calls, policy=policy, clock=m.clock, unstable="warn")
+    assert warned.declared.status == "unstable"
+    assert warned.ok
+    assert "unsettled: max_windows=4 rounds reached" in warned.settled
+    failed = judge_pair(_rule(5.0), calls, policy=policy, clock=m.clock, unstable="fail")
+    assert failed.declared.status == "unstable"
+    assert not failed.ok
+
+
+def test_a_pair_is_two_calls() -> None:
+    with pytest.raises(ValueError, match="compares two calls"):
+        judge_pair(_rule(1.5), {"a": lambda: None})
