@@ -25,5 +25,6 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
 python3 -c "import onnxruntime as o; print('onnxruntime', o.__version__, o.get_available_providers())" | tee -a "$out/gpu.txt"
 python3 -m pytest -p pytest_triton.plugin -p no:cacheprovider tests/contracts --gpu -rs -v \
+  --triton-contracts model_repos/scenario07.contracts.toml \
   --triton-report "$out/h200" --benchmark-json "$out/benchmark.json" "$@" 2>&1 | tee "$out/pytest.txt"
 exit "${PIPESTATUS[0]}"

@@ -38,7 +38,8 @@ def test_the_linter_rejects_a_broken_workflow(tmp_path: Path) -> None:
 def test_gpu_workflow_runs_the_contract_suite_in_docker_on_a_gpu_runner() -> None:
     text = (ROOT / ".github" / "workflows" / "gpu.yml").read_text()
     assert "runs-on: [self-hosted, gpu]" in text
-    for needed in ("--gpu", "--triton-launcher docker", "--triton-image", "tests/contracts", "upload-artifact"):
+    needed_words = ("--gpu", "--triton-launcher docker", "--triton-image", "tests/contracts", "upload-artifact")
+    for needed in (*needed_words, "--triton-contracts model_repos/scenario07.contracts.toml"):
         assert needed in text, needed
 
 
