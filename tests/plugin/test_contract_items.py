@@ -116,7 +116,12 @@ def project(pytester: pytest.Pytester) -> Path:
     return pytester.path
 
 
-def test_docs_example_gives_parity_and_latency_items_and_a_report(pytester: pytest.Pytester, project: Path) -> None:
+def test_docs_example_gives_parity_and_latency_items_and_a_report(
+    pytester: pytest.Pytester, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pytest-benchmark disables itself in any process that sees PYTEST_XDIST_WORKER, which this run inherits
+    # from the xdist worker it is started from (README's -n 2): it is not a worker itself
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     result = pytester.runpytest_subprocess(
         "--triton-contracts",
         "contracts.toml",
