@@ -1,7 +1,8 @@
 """Latency sampling with warm-up and perf_analyzer-style stability windows.
 
-``call`` is one inference (one request, any batch size), called sequentially (concurrency 1). Each request is
-timed with ``clock`` (``time.perf_counter_ns`` by default; tests pass a fake one).
+``call`` is one inference (one request, any batch size), called sequentially (concurrency 1), or
+:class:`Clients`, several calls sent at once from their own threads (concurrency N). Each request is timed with
+``clock`` (``time.perf_counter_ns`` by default; tests pass a fake one).
 
 1. Warm-up: :func:`warm_up_shapes` calls one request per *shape that will be measured* (every batch size),
    ``count`` times each, before any measurement: TensorRT builds an engine for each new shape (the seed's first
@@ -21,6 +22,8 @@ The result holds every sample of the last ``stable_windows`` windows (stable or 
 
 from __future__ import annotations
 
+import itertools
+import threading
 import time
 from collections.abc import Callable
 from collections.abc import Hashable
@@ -38,6 +41,7 @@ from pytest_triton.bench.stats import throughput
 from pytest_triton.errors import ConfigError
 
 __all__ = [
+    "Clients",
     "Clock",
     "Measurement",
     "WarmupRecord",
@@ -182,8 +186,29 @@ def is_stable(windows: Sequence[Window], threshold: float) -> tuple[bool, str]:
     return p50 <= threshold and rate <= threshold, text
 
 
+@final
+@dataclass(frozen=True)
+class Clients:
+    """Several clients sending back to back at once, perf_analyzer's ``--concurrency-range N``: one call each
+    (each its own connection: an HTTP/1.1 connection carries one request at a time). Every request is a sample
+    and a window's throughput counts every client's requests. Called plainly (warm-up), the first client sends.
+    """
+
+    calls: tuple[Callable[[], object], ...]
+
+    def __post_init__(self) -> None:
+        if not self.calls:
+            raise ConfigError("Clients() needs at least one call")
+
+    def __call__(self) -> object:
+        return self.calls[0]()
+
+
 def run_window(call: Callable[[], object], policy: WindowPolicy, batch_size: int, clock: Clock) -> Window:
-    """Measure one window of ``call`` by ``policy`` (``window_requests`` requests or ``window_ms`` of wall time)."""
+    """Measure one window of ``call`` by ``policy`` (``window_requests`` requests or ``window_ms`` of wall time);
+    ``call`` may be :class:`Clients`, which send at once."""
+    if isinstance(call, Clients) and len(call.calls) > 1:
+        return _run_concurrent_window(call, policy, batch_size, clock)
     latencies: list[int] = []
     append = latencies.append
     start = clock()
@@ -201,6 +226,45 @@ def run_window(call: Callable[[], object], policy: WindowPolicy, batch_size: int
             t1 = clock()
             append(t1 - t0)
     return Window(tuple(latencies), clock() - start, batch_size)
+
+
+def _run_concurrent_window(clients: Clients, policy: WindowPolicy, batch_size: int, clock: Clock) -> Window:
+    """One window with every client sending back to back in its own thread (the calls wait on I/O, so the GIL
+    is not what limits them); a count window ends when the clients together sent ``window_requests``."""
+    per_client: list[list[int]] = [[] for _ in clients.calls]
+    failures: list[BaseException] = []
+    started = threading.Barrier(len(clients.calls) + 1)
+    sent = itertools.count()
+    start_box: list[int] = []
+
+    def client(index: int) -> None:
+        own, call = per_client[index], clients.calls[index]
+        started.wait()
+        deadline = start_box[0] + int(policy.window_ms * 1e6)
+        try:
+            while not failures:
+                if policy.mode == "count" and next(sent) >= policy.window_requests:
+                    return
+                t0 = clock()
+                call()
+                t1 = clock()
+                own.append(t1 - t0)
+                if policy.mode == "time" and t1 >= deadline:
+                    return
+        except BaseException as exc:  # re-raised in the measuring thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(len(clients.calls))]
+    for thread in threads:
+        thread.start()
+    start_box.append(clock())
+    started.wait()
+    for thread in threads:
+        thread.join()
+    elapsed = clock() - start_box[0]
+    if failures:
+        raise failures[0]
+    return Window(tuple(v for own in per_client for v in own), elapsed, batch_size)
 
 
 def measure(

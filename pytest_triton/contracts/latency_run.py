@@ -27,6 +27,7 @@ from pytest_triton.contracts.parity_run import ContractRun
 from pytest_triton.contracts.samples import batch_of
 from pytest_triton.contracts.samples import select_inputs
 from pytest_triton.contracts.serving import batching
+from pytest_triton.contracts.serving import inference_protocol
 from pytest_triton.contracts.spec import Latency
 from pytest_triton.contracts.spec import RelativeBudget
 
@@ -58,6 +59,9 @@ class Target:
     http_url: str | None = None  # for the server statistics split
     notes: tuple[str, ...] = ()
     server: Any = None  # the launcher serving it (None: the reference in this process)
+    # another client's own transport, for concurrency > 1 (None: clients share ``transport``, as the in-process
+    # reference can: ONNX Runtime's run is thread-safe)
+    new_transport: Callable[[], Transport] | None = None
 
 
 def target(run: ContractRun, name: str, hardware: str) -> Target:
@@ -82,6 +86,7 @@ def target(run: ContractRun, name: str, hardware: str) -> Target:
         http_url=served.http_url,
         notes=(f"contract {declaration.path.name}: variant {name!r}", *served.notes),
         server=served.server,
+        new_transport=lambda: served.server.transport(inference_protocol(variant, served.server.urls)),
     )
 
 
@@ -124,10 +129,32 @@ def _budgets(latency: Latency, bench: TritonBench) -> BudgetFile | None:
     return load_budgets(latency.budgets)
 
 
-def _warm_calls(run: ContractRun, timed: Target, latency: Latency) -> dict[int, Callable[[], object]]:
-    """A request per batch size to warm (and, for throughput, to measure): every shape before any measurement."""
+def _warm_calls(
+    run: ContractRun, timed: Target, latency: Latency, opened: list[Transport]
+) -> dict[int, Callable[[], object]]:
+    """A request per batch size to warm (and, for throughput, to measure): every shape before any measurement.
+    With ``latency.concurrency`` N > 1, each is N clients sending at once, each on its own transport (the ones
+    made here are added to ``opened``, for the caller to close)."""
+    from pytest_triton.bench.sampling import Clients
+
     sizes = dict.fromkeys((latency.batch_size, latency.throughput_batch_size, *latency.warm_batch_sizes))
-    return {rows: request_call(run, timed, rows) for rows in sizes}
+    if latency.concurrency == 1:
+        return {rows: request_call(run, timed, rows) for rows in sizes}
+    clients = [timed]
+    for _ in range(latency.concurrency - 1):
+        if timed.new_transport is None:
+            clients.append(timed)
+            continue
+        opened.append(timed.new_transport())
+        clients.append(dataclasses.replace(timed, transport=opened[-1]))
+    return {rows: Clients(tuple(request_call(run, client, rows) for client in clients)) for rows in sizes}
+
+
+def _close(transports: list[Transport]) -> None:
+    for transport in transports:
+        close = getattr(transport, "close", None)
+        if callable(close):
+            close()
 
 
 def measure_variant(
@@ -142,23 +169,31 @@ def measure_variant(
     timed = target(run, name, bench.hardware)
     budgets = _budgets(latency, bench)
     own = type(bench)(hardware=bench.hardware, budgets=budgets, policy=_policy(latency, bench), clock=bench.clock)
-    calls = _warm_calls(run, timed, latency)
-    shapes: dict[Hashable, Callable[[], object]] = {rows: call for rows, call in calls.items()}
-    throughput = calls[latency.throughput_batch_size] if latency.throughput_batch_size != latency.batch_size else None
-    started = dt.datetime.now(dt.timezone.utc)
-    result = own.measure(
-        timed.budget_name,
-        calls[latency.batch_size],
-        batch_size=latency.batch_size,
-        throughput_call=throughput,
-        throughput_batch_size=latency.throughput_batch_size,
-        warm_shapes=shapes,
-        warmup=latency.warmup,
-        http_url=timed.http_url,
-        model=timed.model if timed.http_url else None,
-        notes=timed.notes,
-        benchmark=benchmark() if benchmark is not None else None,
-    )
+    opened: list[Transport] = []
+    try:
+        calls = _warm_calls(run, timed, latency, opened)
+        shapes: dict[Hashable, Callable[[], object]] = {rows: call for rows, call in calls.items()}
+        rate_rows = latency.throughput_batch_size
+        throughput = calls[rate_rows] if rate_rows != latency.batch_size or latency.concurrency > 1 else None
+        started = dt.datetime.now(dt.timezone.utc)
+        notes = timed.notes
+        if latency.concurrency > 1:
+            notes = (*notes, f"{latency.concurrency} clients at once (concurrency {latency.concurrency})")
+        result = own.measure(
+            timed.budget_name,
+            calls[latency.batch_size],
+            batch_size=latency.batch_size,
+            throughput_call=throughput,
+            throughput_batch_size=rate_rows,
+            warm_shapes=shapes,
+            warmup=latency.warmup,
+            http_url=timed.http_url,
+            model=timed.model if timed.http_url else None,
+            notes=notes,
+            benchmark=benchmark() if benchmark is not None else None,
+        )
+    finally:
+        _close(opened)
     server_notes = getattr(timed.server, "latency_notes", None)  # what only this server knows (a SageMaker split)
     if callable(server_notes):
         extra = tuple(server_notes(started, dt.datetime.now(dt.timezone.utc)))
@@ -216,22 +251,30 @@ def measure_relative(run: ContractRun, rule: RelativeBudget, bench: TritonBench)
     # the report's names are the budget file's, so its relative budgets of this pair apply
     same = baseline.budget_name == candidate.budget_name
     base_key, cand_key = (rule.baseline, rule.variant) if same else (baseline.budget_name, candidate.budget_name)
-    warm = {key: _warm_calls(run, timed, latency) for key, timed in ((base_key, baseline), (cand_key, candidate))}
-    if latency.warmup:
-        warm_up_shapes({(key, rows): c for key, own in warm.items() for rows, c in own.items()}, count=latency.warmup)
-    outcome = judge_pair(
-        rule,
-        {key: own[latency.batch_size] for key, own in warm.items()},
-        throughput_calls={key: own[latency.throughput_batch_size] for key, own in warm.items()},
-        batch_size=latency.batch_size,
-        throughput_batch_size=latency.throughput_batch_size,
-        source=run.declaration.path.name,
-        budgets=_budgets(latency, bench),
-        hardware=bench.hardware,
-        policy=_policy(latency, bench),
-        clock=bench.clock,
-        unstable=bench.unstable,
-    )
+    opened: list[Transport] = []
+    try:
+        pairs = ((base_key, baseline), (cand_key, candidate))
+        warm = {key: _warm_calls(run, timed, latency, opened) for key, timed in pairs}
+        if latency.warmup:
+            shapes: dict[Hashable, Callable[[], object]] = {
+                (key, rows): c for key, own in warm.items() for rows, c in own.items()
+            }
+            warm_up_shapes(shapes, count=latency.warmup)
+        outcome = judge_pair(
+            rule,
+            {key: own[latency.batch_size] for key, own in warm.items()},
+            throughput_calls={key: own[latency.throughput_batch_size] for key, own in warm.items()},
+            batch_size=latency.batch_size,
+            throughput_batch_size=latency.throughput_batch_size,
+            source=run.declaration.path.name,
+            budgets=_budgets(latency, bench),
+            hardware=bench.hardware,
+            policy=_policy(latency, bench),
+            clock=bench.clock,
+            unstable=bench.unstable,
+        )
+    finally:
+        _close(opened)
     bench.relative.extend(outcome.results)
     return outcome
 

@@ -287,3 +287,26 @@ def test_an_unknown_launcher_stops_the_run_listing_the_known_ones(pytester: pyte
             "variants.b.launcher='kubernetes': *(known: docker, local, sagemaker, sagemaker-local, url)*"
         ]
     )
+
+
+def test_latency_at_concurrency_n_sends_from_n_clients(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    make_project(pytester.path)
+    text = (pytester.path / "contracts.toml").read_text()
+    (pytester.path / "contracts.toml").write_text(text.replace("[latency]\n", "[latency]\nconcurrency = 3\n", 1))
+    result = pytester.runpytest_subprocess(
+        "--triton-contracts",
+        "contracts.toml",
+        "-k",
+        "latency and fp32 and not pipeline",
+        "-p",
+        "no:cacheprovider",
+        "--triton-report",
+        "report/run",
+    )
+    result.assert_outcomes(passed=1)
+    report = json.loads((pytester.path / "report" / "run.json").read_text())
+    (row,) = [v for v in report["results"] if "fp32" in v["variant"]]
+    assert "3 clients at once (concurrency 3)" in row["notes"]

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from collections.abc import Iterator
 
 import pytest
 
+from pytest_triton.bench.sampling import Clients
 from pytest_triton.bench.sampling import Window
 from pytest_triton.bench.sampling import WindowPolicy
 from pytest_triton.bench.sampling import is_stable
 from pytest_triton.bench.sampling import measure
+from pytest_triton.bench.sampling import run_window
 from pytest_triton.bench.sampling import warm_up_shapes
 from pytest_triton.errors import ConfigError
 
@@ -166,3 +169,59 @@ def test_invalid_arguments() -> None:
         measure(lambda: None, batch_size=0)
     with pytest.raises(ConfigError, match="warm-up count=0"):
         warm_up_shapes({1: lambda: None}, count=0)
+
+
+# --- concurrency: Clients send at once ---------------------------------------------------------------
+
+
+def test_clients_really_send_at_once() -> None:
+    # each request waits for the other two clients' requests: only three at once get through (a sequential
+    # window would break the barrier after its timeout)
+    together = threading.Barrier(3, timeout=10)
+    sent: list[int] = []
+
+    def client(index: int) -> Callable[[], object]:
+        return lambda: (together.wait(), sent.append(index))
+
+    window = run_window(
+        Clients(tuple(client(i) for i in range(3))),
+        WindowPolicy(mode="count", window_requests=6),
+        1,
+        FakeClock(tick=1000),
+    )
+    assert len(window.latencies_ns) == 6
+    assert sorted(sent) == [0, 0, 1, 1, 2, 2]  # every client sent, each on its own call
+
+
+def test_a_time_window_counts_every_clients_requests() -> None:
+    clock = FakeClock(tick=1000)
+    window = run_window(Clients((lambda: None, lambda: None)), WindowPolicy(mode="time", window_ms=0.05), 4, clock)
+    assert window.batch_size == 4
+    assert len(window.latencies_ns) >= 2  # each client at least once
+
+
+def test_a_failing_client_fails_the_window() -> None:
+    def broken() -> object:
+        raise ConnectionResetError("server went away")
+
+    with pytest.raises(ConnectionResetError, match="server went away"):
+        run_window(
+            Clients((lambda: None, broken)), WindowPolicy(mode="count", window_requests=20), 1, FakeClock(tick=1000)
+        )
+
+
+def test_clients_called_plainly_send_from_the_first() -> None:
+    calls: list[str] = []
+    clients = Clients((lambda: calls.append("first"), lambda: calls.append("second")))
+    measure(
+        clients,
+        warmup=2,
+        policy=WindowPolicy(mode="count", window_requests=1, stable_windows=1),
+        clock=FakeClock(tick=1000),
+    )
+    assert calls[:2] == ["first", "first"]  # warm-up is one client's calls
+
+
+def test_clients_need_a_call() -> None:
+    with pytest.raises(ConfigError, match="at least one call"):
+        Clients(())

@@ -85,7 +85,7 @@ INVALID = [
     ("atol = 0.5", "atol = -1", "18", "parity.outputs.y.atol=-1: expected a number >= 0"),
     ("argmax = true", "argmax = 1", "19", "parity.outputs.y.argmax=1: expected true or false"),
     ("batch_size = 1", "batch_size = 0", "22", "latency.batch_size=0: expected an integer >= 1"),
-    ("batch_size = 1", "concurrency = 4", "22", "latency.concurrency=4: this version measures at concurrency 1 only"),
+    ("batch_size = 1", "concurrency = 0", "22", "latency.concurrency=0: expected an integer >= 1"),
     ("batch_size = 1", "batchsize = 1", "22", "latency.batchsize: unknown key 'batchsize' in latency; known keys:"),
     ('samples = "samples.jsonl"', 'samples = "samples.csv"', "15", "inputs.samples='samples.csv': expected a .jsonl"),
     (
@@ -204,8 +204,8 @@ def test_latency_can_time_the_onnx_reference_and_record_into_pytest_benchmark(fo
             r"\(fp32, fp16, onnxruntime-inprocess\)",
         ),
         (
-            GOOD.replace("batch_size = 1", "concurrency = 2"),
-            r"latency.concurrency=2: this version measures at concurrency 1 only \(one request at a time",
+            GOOD.replace("batch_size = 1", "concurrency = 65"),
+            r"latency.concurrency=65: expected 1 to 64 clients sending at once \(each its own connection",
         ),
     ],
     ids=["reference-name", "benchmark", "same-pair", "unknown-baseline", "concurrency"],
