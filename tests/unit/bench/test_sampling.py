@@ -181,7 +181,11 @@ def test_clients_really_send_at_once() -> None:
     sent: list[int] = []
 
     def client(index: int) -> Callable[[], object]:
-        return lambda: (together.wait(), sent.append(index))
+        def call() -> None:
+            together.wait()
+            sent.append(index)
+
+        return call
 
     window = run_window(
         Clients(tuple(client(i) for i in range(3))),
