@@ -135,6 +135,25 @@ class ServeOptions:
         return default if value is None else value
 
 
+class StartedInWith:
+    """``with launcher:`` starts the launcher on entry and stops it on exit, whatever the block raised (the
+    launcher classes' shared base; they define ``start`` and ``stop``)."""
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
 @runtime_checkable
 class TritonLauncher(Protocol):
     """A Triton server that a test can start, query and stop, whatever runs it.

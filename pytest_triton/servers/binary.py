@@ -237,3 +237,9 @@ def _same_file(a: Path, b: Path) -> bool:
     with contextlib.suppress(OSError):
         return a.resolve() == b.resolve() or os.path.samefile(a, b)
     return False
+
+
+def resolve_binary(binary: str | os.PathLike[str] | TritonBinary | None) -> TritonBinary:
+    """``binary`` as a :class:`TritonBinary`: itself, or found by :func:`find_tritonserver` (None: PATH, then
+    nvidia-pytriton's)."""
+    return binary if isinstance(binary, TritonBinary) else find_tritonserver(binary)

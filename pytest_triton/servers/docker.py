@@ -31,7 +31,6 @@ import threading
 from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING
 from typing import Any
 from typing import ClassVar
@@ -48,6 +47,7 @@ from pytest_triton.servers.base import InferenceEndpoint
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.base import ServerUrls
+from pytest_triton.servers.base import StartedInWith
 from pytest_triton.servers.control import ModelControl
 from pytest_triton.servers.docker_engine import CONTAINER_PORTS
 from pytest_triton.servers.docker_engine import connect
@@ -93,7 +93,7 @@ DEFAULT_STARTUP_TIMEOUT = 600.0
 
 
 @final
-class DockerLauncher:
+class DockerLauncher(StartedInWith):
     """Triton in a container of ``image`` serving ``repository`` (staged, read-only at ``/models``).
 
     ``models`` (None: every model folder) load at startup with explicit model control. ``gpus``: False,
@@ -448,17 +448,6 @@ class DockerLauncher:
         if self._client is not None:
             self._client.close()
             self._client = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         state = "running" if self._container is not None else "stopped" if self._stopped else "not started"

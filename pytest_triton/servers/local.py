@@ -23,7 +23,6 @@ import time
 from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING
 from typing import Any
 from typing import ClassVar
@@ -43,8 +42,9 @@ from pytest_triton.servers.base import InferenceEndpoint
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.base import ServerUrls
+from pytest_triton.servers.base import StartedInWith
 from pytest_triton.servers.binary import TritonBinary
-from pytest_triton.servers.binary import find_tritonserver
+from pytest_triton.servers.binary import resolve_binary
 from pytest_triton.servers.control import ModelControl
 from pytest_triton.servers.logs import last_error
 from pytest_triton.servers.logs import loaded_models
@@ -81,7 +81,7 @@ class _PortInUse(Exception):
 
 
 @final
-class LocalLauncher:
+class LocalLauncher(StartedInWith):
     """A ``tritonserver`` process serving ``repository`` on 127.0.0.1, stopped with everything it started.
 
     The repository is staged into the launcher's own work folder first (``prepare``), so nothing is written
@@ -129,7 +129,7 @@ class LocalLauncher:
         self.progress = progress
         self.env = dict(env or {})
         self._binary_arg = binary
-        self._binary: TritonBinary | None = binary if isinstance(binary, TritonBinary) else None
+        self._binary: TritonBinary | None = None
         self._process = TritonProcess()
         self._urls: ServerUrls | None = None
         self._has_gpu: bool | None = None
@@ -160,8 +160,7 @@ class LocalLauncher:
     def binary(self) -> TritonBinary:
         """The tritonserver binary this launcher runs (found on first use)."""
         if self._binary is None:
-            arg = self._binary_arg
-            self._binary = find_tritonserver(None if isinstance(arg, TritonBinary) else arg)
+            self._binary = resolve_binary(self._binary_arg)
         return self._binary
 
     @property
@@ -405,17 +404,6 @@ class LocalLauncher:
         """Stop tritonserver and its python stubs, remove their shared memory and the work folder (the staged
         repository); the log stays readable. Calling it again does nothing."""
         self._process.stop(self.stop_timeout)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped" if self._process.proc is not None else "not started"

@@ -20,7 +20,6 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING
 from typing import Any
 from typing import ClassVar
@@ -32,6 +31,7 @@ from pytest_triton.servers.base import InferenceEndpoint
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.base import ServerUrls
+from pytest_triton.servers.base import StartedInWith
 from pytest_triton.servers.process import make_owned_workdir
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress
@@ -96,7 +96,7 @@ def endpoint_hardware(options: ServeOptions) -> tuple[str, str]:
 
 
 @final
-class SageMakerLauncher:
+class SageMakerLauncher(StartedInWith):
     """A SageMaker endpoint serving a repository (deployed now, torn down at stop) or an existing one."""
 
     name: ClassVar[str] = "sagemaker"
@@ -276,14 +276,6 @@ class SageMakerLauncher:
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     # -- queries ---------------------------------------------------------------------------------------
 

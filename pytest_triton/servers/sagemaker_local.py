@@ -21,7 +21,6 @@ import tarfile
 from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING
 from typing import Any
 from typing import ClassVar
@@ -40,8 +39,9 @@ from pytest_triton.servers.base import InferenceEndpoint
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.base import ServerUrls
+from pytest_triton.servers.base import StartedInWith
 from pytest_triton.servers.binary import TritonBinary
-from pytest_triton.servers.binary import find_tritonserver
+from pytest_triton.servers.binary import resolve_binary
 from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.logs import server_error
 from pytest_triton.servers.ports import reserve_ports
@@ -88,7 +88,7 @@ def _sagemaker_port_of(plan: ServePlan) -> int:
 
 
 @final
-class SageMakerLocalLauncher:
+class SageMakerLocalLauncher(StartedInWith):
     """A ``tritonserver`` serving a model.tar.gz (or folder) exactly as the SageMaker Triton container would.
 
     ``env`` is the container environment (``SAGEMAKER_TRITON_DEFAULT_MODEL_NAME`` and the other variables of
@@ -124,7 +124,7 @@ class SageMakerLocalLauncher:
         self.command: list[str] = []
         self._prepared: Prepared | None = None
         self._binary_arg = binary
-        self._binary: TritonBinary | None = binary if isinstance(binary, TritonBinary) else None
+        self._binary: TritonBinary | None = None
         self._model_dir: Path | None = None
         self._process = TritonProcess("sagemaker-local tritonserver", staging=staging)
         self._urls: ServerUrls | None = None
@@ -171,8 +171,7 @@ class SageMakerLocalLauncher:
     def binary(self) -> TritonBinary:
         """The tritonserver binary (found on first use, as the local launcher finds it)."""
         if self._binary is None:
-            arg = self._binary_arg
-            self._binary = find_tritonserver(None if isinstance(arg, TritonBinary) else arg)
+            self._binary = resolve_binary(self._binary_arg)
         return self._binary
 
     @property
@@ -337,14 +336,6 @@ class SageMakerLocalLauncher:
     def stop(self) -> None:
         """Stop the server and its python stubs, remove their shared memory and the work folder."""
         self._process.stop(self.stop_timeout)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     # -- queries ---------------------------------------------------------------------------------------
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING
 from typing import ClassVar
 from typing import final
@@ -19,6 +18,7 @@ from pytest_triton.servers.base import InferenceEndpoint
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.base import ServerUrls
+from pytest_triton.servers.base import StartedInWith
 from pytest_triton.servers.control import ModelControl
 from pytest_triton.servers.rest import TritonRest
 from pytest_triton.servers.rest import fetch_text
@@ -44,7 +44,7 @@ def _derived_urls(http_url: str) -> tuple[str, str]:
 
 
 @final
-class UrlLauncher:
+class UrlLauncher(StartedInWith):
     """A Triton server someone else runs, reached at ``http_url``.
 
     ``grpc_url`` and ``metrics_url`` default to Triton's port layout (HTTP port P → gRPC P+1, metrics
@@ -187,17 +187,6 @@ class UrlLauncher:
 
     def stop(self) -> None:
         """Nothing to stop: the server belongs to someone else."""
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"UrlLauncher(http_url={self._urls.http!r}, grpc_url={self._urls.grpc!r})"
