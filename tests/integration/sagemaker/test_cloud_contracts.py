@@ -54,7 +54,9 @@ def _declaration(project: Path) -> Path:
         text,
         flags=re.MULTILINE,
     )
-    text = text.replace('budgets = "budgets.toml"', 'budgets = "budgets.toml"\nwindow_ms = 300')
+    text, windows = re.subn(r"^window_ms = .*$", "window_ms = 300", text, flags=re.MULTILINE)
+    if not windows:
+        text = text.replace('budgets = "budgets.toml"', 'budgets = "budgets.toml"\nwindow_ms = 300')
     (project / "budgets.toml").write_text(BUDGETS, encoding="utf-8")
     path = project / "scenario07.contracts.toml"
     path.write_text(text, encoding="utf-8")
