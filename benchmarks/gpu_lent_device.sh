@@ -23,14 +23,9 @@ case "${1:-}" in
     tail -25 "$out/suite-console.txt"
     ;;
   duty)
-    if [ ! -x /tmp/venv/bin/python3 ]; then  # the environment gpu_suite.sh makes: /tmp/site before the image's
-      /usr/bin/python3 -m venv /tmp/venv
-      sp=$(/tmp/venv/bin/python3 -c "import site; print(site.getsitepackages()[0])")
-      printf '/tmp/site\n/opt/torch/.venv/lib/python3.12/site-packages\n' > "$sp/zz_site.pth"
-    fi
-    nvidia_root=$(/tmp/venv/bin/python3 -c "import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))")
-    LD_LIBRARY_PATH="$(find "$nvidia_root/nvidia" -maxdepth 2 -type d -name lib | tr '\n' ':')${LD_LIBRARY_PATH:-}"
-    export LD_LIBRARY_PATH PATH=/tmp/venv/bin:$PATH PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+    # shellcheck source=benchmarks/gpu_venv.sh
+    . benchmarks/gpu_venv.sh
+    export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
     python3 benchmarks/gpu_mdeberta.py --models "$work/models" --work "$work" --out "$out" --phases duty \
       2>&1 | tee "$out/duty-console.txt" | grep -v "^$" | tail -20
     cp "$work/state.json" "$out/duty-state.json"

@@ -51,7 +51,6 @@ from pytest_triton.servers.logs import loaded_models
 from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.logs import server_error
 from pytest_triton.servers.ports import reserve_ports
-from pytest_triton.servers.process import sweep_dead_owners
 from pytest_triton.servers.rest import IndexEntry
 from pytest_triton.servers.rest import TritonRest
 from pytest_triton.servers.triton_process import TritonProcess
@@ -282,7 +281,6 @@ class LocalLauncher(StartedInWith):
         if self.gpu and not self.has_gpu:
             raise ServerStartError(_NO_GPU_HINT)
         binary = self.binary
-        sweep_dead_owners()
         budget = _Budget(self.startup_timeout)
         try:
             prepared = self._prepared or self.prepare(self.repository)

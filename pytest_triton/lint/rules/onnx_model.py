@@ -273,6 +273,12 @@ def autocompleted(model: ModelContext) -> Any | None:
     dimension dropped when max_batch_size > 0). None also where the file cannot be read or completing would
     fail (O501 / O507 say why), so that nothing is checked against a guess.
     """
+    if "autocompleted" not in model.memo:  # every ensemble step naming the model asks again
+        model.memo["autocompleted"] = _autocomplete(model)
+    return model.memo["autocompleted"]
+
+
+def _autocomplete(model: ModelContext) -> Any | None:
     cfg = model.config
     if normalized(model).backend != "onnxruntime" or (len(cfg.input) and len(cfg.output)):
         return None
