@@ -2,7 +2,8 @@
 
 A container does not see the host's paths or its Python: a repository staged for a container must name
 the container's own folders. :func:`probe_image` runs the image's ``python3`` once (a throw-away
-container, no network) and reads its backends folder, Python version, site folders and onnxruntime.
+container, no network) and reads its backends folder, Python version, site folders, onnxruntime and
+SageMaker serve script.
 :func:`stage_for_image` stages the repository with real copies (a container cannot follow links to this
 machine's files), adapts ONNX models for the image where it has no onnxruntime backend (the adapter then
 imports the image's own onnxruntime: no host path is written), checks that the image's onnxruntime offers
@@ -25,9 +26,10 @@ BACKENDS_DIR = "/opt/tritonserver/backends"
 
 # printed as one JSON line by the image's python3 (kept to the standard library and onnxruntime)
 _PROBE = f"""
-import json, os, site, sys
+import json, os, shutil, site, sys
 out = {{"python": "%d.%d" % sys.version_info[:2], "site": site.getsitepackages()}}
 d = {BACKENDS_DIR!r}
+out["serve"] = shutil.which("serve") or ""
 out["backends"] = sorted(n for n in os.listdir(d) if os.path.isdir(os.path.join(d, n))) if os.path.isdir(d) else []
 try:
     import onnxruntime
@@ -50,6 +52,7 @@ class ImageFacts:
     onnxruntime_dir: str | None
     providers: tuple[str, ...]
     onnxruntime_error: str = ""
+    serve_script: str = ""  # the SageMaker serve script on the image's PATH (NGC images: /usr/bin/serve)
 
     @classmethod
     def from_json(cls, image_id: str, data: dict[str, Any]) -> ImageFacts:
@@ -61,6 +64,7 @@ class ImageFacts:
             onnxruntime_dir=data.get("onnxruntime_dir"),
             providers=tuple(data.get("providers", [])),
             onnxruntime_error=str(data.get("onnxruntime_error", "")),
+            serve_script=str(data.get("serve", "")),
         )
 
 
@@ -146,15 +150,22 @@ def stage_for_image(source: Path, dest: Path, facts: ImageFacts, *, gpu: bool) -
     """Stage ``source`` into ``dest`` for a container of the image ``facts`` describe; returns the adapted
     models (:class:`~pytest_triton.repository.onnx_adapter.AdaptedModel`)."""
     from pytest_triton.repository.layout import stage_copy
+
+    stage_copy(source, dest, link_large_files=False)
+    return adapt_for_image(dest, facts, gpu=gpu)
+
+
+def adapt_for_image(folder: Path, facts: ImageFacts, *, gpu: bool) -> list[Any]:
+    """Adapt the ONNX models of a staged ``folder`` in place for the image (where it has no onnxruntime
+    backend), check their providers against the image's onnxruntime and that no config names a host folder."""
     from pytest_triton.repository.onnx_adapter import AdapterTarget
     from pytest_triton.repository.onnx_adapter import adapt_repository
 
-    stage_copy(source, dest, link_large_files=False)
     # no python paths: the image's python stub finds the image's onnxruntime on its own sys.path
-    adapted = adapt_repository(dest, AdapterTarget(facts.backends, gpu))
+    adapted = adapt_repository(folder, AdapterTarget(facts.backends, gpu))
     if adapted:
-        check_adapted_providers(dest, [model.name for model in adapted], facts)
-    leftovers = host_paths_in(dest, facts)
+        check_adapted_providers(folder, [model.name for model in adapted], facts)
+    leftovers = host_paths_in(folder, facts)
     if leftovers:
         raise ServerStartError(
             "the repository staged for the container still names host folders, which the container cannot "

@@ -15,13 +15,13 @@ def test_options(triton_server_factory, tmp_path):
     launcher = triton_server_factory._factory.create(tmp_path)
     assert isinstance(launcher, DockerLauncher)
     assert launcher.image == "example.org/triton:1"
-    assert launcher.network == "bridge"
-    assert launcher.shm_size == "2g"
-    assert launcher.pull == "never"
-    assert launcher.ryuk is True
-    assert launcher.gpu is False  # --triton-gpu-devices only counts with --gpu
+    assert launcher.container.network == "bridge"
+    assert launcher.container.shm_size == "2g"
+    assert launcher.container.pull == "never"
+    assert launcher.container.ryuk is True
+    assert launcher.container.gpu is False  # --triton-gpu-devices only counts with --gpu
     assert launcher.startup_timeout == 900.0
-    assert launcher.ulimits["stack"] == 67108864
+    assert launcher.container.ulimits["stack"] == 67108864
 
 
 def test_docker_marker_runs(request):

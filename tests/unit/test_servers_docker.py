@@ -102,8 +102,8 @@ def test_options_are_checked_before_anything_starts(tmp_path: pytest.TempPathFac
         DockerLauncher(".", network="overlay")
     with pytest.raises(ConfigError, match="pull='sometimes'"):
         DockerLauncher(".", pull="sometimes")
-    assert DockerLauncher(".").gpu is False
-    assert DockerLauncher(".", gpus="0,1").gpu is True
+    assert DockerLauncher(".").container.gpu is False
+    assert DockerLauncher(".", gpus="0,1").container.gpu is True
     assert DockerLauncher(".", gpus=True).has_gpu is True
 
 

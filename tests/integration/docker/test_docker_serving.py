@@ -139,6 +139,4 @@ def test_sagemaker_frontend_in_the_container(standin_image: str, tmp_path: Path)
         url = launcher.urls.need("sagemaker")
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+", url)
         fetch_text(f"{url}/ping")  # raises unless 200
-        assert "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME=add" in " ".join(
-            launcher._container._container.attrs["Config"]["Env"]
-        )
+        assert "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME=add" in " ".join(launcher.container.attrs()["Config"]["Env"])

@@ -1,0 +1,295 @@
+"""One Triton container and everything it leaves to clean up: the counterpart of ``triton_process.py``.
+
+The docker launcher and sagemaker-local's container mode differ in their command line, their mount point
+(``/models`` or ``/opt/ml/model``) and what "ready" means. What they share is here: the engine connection
+(with the sweep of containers whose owner died), the image and what it offers, the owned work folder,
+the container itself (a testcontainers ``DockerContainer``, wrapped, with everything docker-py takes as
+keyword arguments in one ``with_kwargs`` call, since each call replaces the previous one), its log streamed
+into a file, how it ended, and the removal, also of a container whose owner was SIGKILLed (the reaper
+watches it by name before it exists).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import threading
+from collections.abc import Mapping
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from typing import final
+
+from pytest_triton.errors import ConfigError
+from pytest_triton.errors import ServerError
+from pytest_triton.servers.base import LOCALHOST
+from pytest_triton.servers.base import ServeOptions
+from pytest_triton.servers.docker_engine import connect
+from pytest_triton.servers.docker_engine import default_ulimits
+from pytest_triton.servers.docker_engine import device_requests
+from pytest_triton.servers.docker_engine import ensure_image
+from pytest_triton.servers.docker_engine import exit_words
+from pytest_triton.servers.docker_engine import parse_ulimits
+from pytest_triton.servers.docker_engine import pump_logs
+from pytest_triton.servers.docker_engine import start_failure
+from pytest_triton.servers.docker_image import ImageFacts
+from pytest_triton.servers.docker_image import probe_image
+from pytest_triton.servers.docker_owners import owner_labels
+from pytest_triton.servers.docker_owners import sweep_once
+from pytest_triton.servers.docker_reaper import Reaper
+from pytest_triton.servers.logs import LogFile
+from pytest_triton.servers.ports import PortReservation
+from pytest_triton.servers.process import make_owned_workdir
+from pytest_triton.servers.process import sweep_dead_owners
+from pytest_triton.servers.wait import ProgressCallback
+
+DEFAULT_SHM_SIZE = "1g"
+
+
+def container_settings(options: ServeOptions) -> dict[str, Any]:
+    """The container keyword arguments the common options give (``gpus``, ``network``, ``shm_size``,
+    ``ulimits``, ``pull``, ``ryuk``): settings ``gpu_devices`` (ids; default every GPU with ``gpu``),
+    ``network``, ``shm_size``, ``ulimits`` ("memlock=-1,stack=67108864"), ``pull`` and ``ryuk``."""
+    devices = options.setting("gpu_devices")
+    ulimits = options.setting("ulimits")
+    return {
+        "gpus": (str(devices) if devices else True) if options.gpu else False,
+        "network": str(options.setting("network", "host")),
+        "shm_size": str(options.setting("shm_size", DEFAULT_SHM_SIZE)),
+        "ulimits": None if ulimits is None else {**default_ulimits(), **parse_ulimits(str(ulimits))},
+        "pull": str(options.setting("pull", "missing")),
+        "ryuk": bool(options.setting("ryuk", False)),
+    }
+
+
+@final
+class TritonContainer:
+    """The container, log, ports and work folder of one server in ``image``; ``what`` names it in errors.
+
+    ``gpus``: False, True/"all", or device ids ("0,1"). ``network``: "host" or "bridge". ``ulimits`` are set
+    soft and hard (None: memlock=-1, stack=64 MiB, updated by ``$PYTEST_TRITON_DOCKER_ULIMITS``). ``pull``:
+    "missing", "always" or "never". ``ryuk`` lets testcontainers start its reaper.
+    """
+
+    def __init__(
+        self,
+        image: str,
+        *,
+        what: str = "tritonserver container",
+        gpus: bool | str | Sequence[str] = False,
+        network: str = "host",
+        shm_size: str = DEFAULT_SHM_SIZE,
+        ulimits: Mapping[str, int] | None = None,
+        pull: str = "missing",
+        ryuk: bool = False,
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        if network not in ("host", "bridge"):
+            raise ConfigError(f"network={network!r} must be 'host' or 'bridge' (--triton-network)")
+        if pull not in ("missing", "always", "never"):
+            raise ConfigError(f"pull={pull!r} must be 'missing', 'always' or 'never' (--triton-pull)")
+        if not image:
+            raise ConfigError("image='' is empty: give a Triton image with --triton-image")
+        self.image = image
+        self.what = what
+        self.gpus = gpus
+        self.gpu = gpus if isinstance(gpus, bool) else len(gpus) > 0
+        self.network = network
+        self.shm_size = shm_size
+        self.ulimits = default_ulimits() if ulimits is None else dict(ulimits)
+        self.pull = pull
+        self.ryuk = ryuk
+        self.progress = progress
+        self.ports: PortReservation | None = None  # released with the container
+        self.log: LogFile | None = None
+        self.stopped = False
+        self._client: Any = None
+        self._facts: ImageFacts | None = None
+        self._container: Any = None  # testcontainers DockerContainer
+        self._log_thread: threading.Thread | None = None
+        self._workdir: Path | None = None
+        self._final_state: tuple[int, bool] | None = None  # (exit code, OOM) of a container that ended
+
+    # -- the engine and the image ------------------------------------------------------------------------
+
+    def client(self) -> Any:
+        """The docker-py client (connected on first use, when containers of dead owners are swept once)."""
+        if self._client is None:
+            self._client = connect()
+            sweep_once(self._client, self.progress)
+        return self._client
+
+    def facts(self) -> ImageFacts:
+        """What the image offers (pulled if needed, then probed once)."""
+        if self._facts is None:
+            client = self.client()
+            ensure_image(client, self.image, pull=self.pull, progress=self.progress)
+            self._facts = probe_image(client, self.image)
+        return self._facts
+
+    def workdir(self) -> Path:
+        """This server's work folder (staged repository, logs), removed by stop()."""
+        if self._workdir is None:
+            sweep_dead_owners()  # before this server makes its own folder
+            self._workdir = make_owned_workdir()  # swept once its process is gone, even after SIGKILL
+        return self._workdir
+
+    # -- the container -----------------------------------------------------------------------------------
+
+    @property
+    def container_id(self) -> str | None:
+        """The id of the running container (None before run() and after remove())."""
+        if self._container is None or self._container._container is None:
+            return None
+        return str(self._container._container.id)
+
+    def attrs(self) -> dict[str, Any]:
+        """What the daemon says of the running container (``docker inspect``); {} when there is none."""
+        if self._container is None or self._container._container is None:
+            return {}
+        self._container._container.reload()
+        return dict(self._container._container.attrs)
+
+    def run(
+        self,
+        command: Sequence[str],
+        env: Mapping[str, str],
+        *,
+        mounts: Mapping[Path, str],
+        published: Mapping[int, int] | None = None,
+        log_name: str = "tritonserver.log",
+    ) -> None:
+        """Start ``command`` in a new container: ``mounts`` maps host folders to read-only container paths;
+        ``published`` maps container ports to ports on 127.0.0.1 (bridge network only)."""
+        from docker.errors import DockerException
+        from docker.types import Ulimit
+        from testcontainers.core.config import testcontainers_config
+        from testcontainers.core.container import DockerContainer
+
+        self.client()
+        container = DockerContainer(self.image).with_command(list(command))
+        name = f"pytest-triton-{os.getpid()}-{secrets.token_hex(4)}"
+        container.with_name(name)
+        for host, inside in mounts.items():
+            container.with_volume_mapping(str(host), inside, "ro")
+        container.with_envs(**env)
+        if self.network == "bridge":
+            for inside_port, port in (published or {}).items():
+                # docker-py takes (address, port); testcontainers' annotation says int
+                container.with_bind_ports(f"{inside_port}/tcp", (LOCALHOST, port))  # type: ignore[arg-type]
+        container.with_kwargs(
+            device_requests=device_requests(self.gpus),
+            shm_size=self.shm_size,
+            ulimits=[Ulimit(name=limit, soft=value, hard=value) for limit, value in self.ulimits.items()],
+            network_mode=self.network,
+            labels=owner_labels(),
+        )
+        testcontainers_config.ryuk_disabled = not self.ryuk
+        # watched by name before it exists: a SIGKILL between create and start must not leave it behind
+        Reaper.get().watch(name)
+        self._container = container
+        self._final_state = None
+        try:
+            container.start()
+        except DockerException as err:
+            explanation = getattr(err, "explanation", None) or str(err)
+            raise start_failure(self.image, str(explanation), gpu=self.gpu, ulimits=self.ulimits) from None
+        self.log = LogFile(self.workdir() / log_name)
+        self._log_thread = threading.Thread(
+            target=pump_logs, args=(container._container, self.log.path), name="pytest-triton-docker-logs", daemon=True
+        )
+        self._log_thread.start()
+
+    def _state(self) -> tuple[str, int, bool]:
+        """The container's (status, exit code, OOM-killed) as the daemon sees it now."""
+        assert self._container is not None
+        assert self._container._container is not None
+        from docker.errors import NotFound
+
+        try:
+            self._container._container.reload()
+        except NotFound:
+            return "removed", -1, False
+        state = self._container._container.attrs.get("State", {})
+        return str(state.get("Status", "")), int(state.get("ExitCode", 0) or 0), bool(state.get("OOMKilled"))
+
+    def ended(self) -> tuple[int, bool] | None:
+        """(exit code, OOM-killed) once the container has ended, its log drained; None while it runs."""
+        if self._final_state is None and self._container is not None:
+            status, code, oom = self._state()
+            if status in ("exited", "dead", "removed"):
+                self._final_state = (code, oom)
+        if self._final_state is not None:
+            self.drain_logs()
+        return self._final_state
+
+    def drain_logs(self) -> None:
+        """Let the log pump write what the daemon still has (a stream ends when its container ends)."""
+        if self._log_thread is not None:
+            self._log_thread.join(timeout=5.0)
+
+    def remove(self, stop_timeout: float = 10.0) -> None:
+        """Stop and remove the container and free its ports (the work folder stays: a retry reuses it)."""
+        container, self._container = self._container, None
+        if container is not None and container._container is not None:
+            with contextlib.suppress(Exception):
+                container._container.stop(timeout=int(stop_timeout))
+            with contextlib.suppress(Exception):  # gone already (its reaper, a sweep or the user removed it)
+                container.stop(force=True, delete_volume=True)
+        if container is not None and container._name:
+            Reaper.get().forget(container._name)
+        self.drain_logs()
+        if self.ports is not None:
+            self.ports.release()
+            self.ports = None
+
+    def stop(self, stop_timeout: float = 10.0) -> None:
+        """Remove the container, its ports and the work folder (the log stays readable); again: nothing."""
+        if self._container is not None and self._final_state is None:
+            with contextlib.suppress(Exception):
+                status, code, oom = self._state()
+                if status in ("exited", "dead"):
+                    self._final_state = (code, oom)
+        self.stopped = True
+        self.remove(stop_timeout)
+        if self.log is not None:
+            self.log.freeze()
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    # -- state and logs ----------------------------------------------------------------------------------
+
+    def exit_status(self) -> str | None:
+        """How the container ended on its own ("exited with code 1"); None while it runs, before run() and
+        after stop()."""
+        if self.stopped or self._container is None:
+            return None
+        try:
+            ended = self.ended()
+        except Exception:  # the daemon went away: say nothing rather than guess
+            return None
+        return None if ended is None else exit_words(*ended)
+
+    def check_alive(self) -> None:
+        """Raise ServerError naming how the container ended, with its log tail, if it no longer runs."""
+        status = self.exit_status()
+        if status is not None:
+            raise ServerError(
+                f"the {self.what} of {self.image!r} is no longer running: it {status}",
+                exit_code=self._final_state[0] if self._final_state else None,
+                log_tail=self.log_tail(),
+            )
+
+    def logs(self) -> str:
+        """The whole container log so far (kept after stop)."""
+        return "" if self.log is None else self.log.text()
+
+    def log_tail(self, lines: int = 50) -> str:
+        """The last ``lines`` meaningful lines of the container log."""
+        return "" if self.log is None else self.log.tail(lines)
