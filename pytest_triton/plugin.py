@@ -51,7 +51,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--triton-image",
         metavar="IMAGE",
         default=None,
-        help="Triton image for the docker launcher (default nvcr.io/nvidia/tritonserver:26.05-py3)",
+        help="Triton image for the docker launcher (default nvcr.io/nvidia/tritonserver:26.05-py3); with "
+        "--triton-launcher sagemaker-local, the image it runs in (default: no container)",
     )
     group.addoption(
         "--triton-network",

@@ -11,6 +11,13 @@ Two deviations from the container, both announced in :attr:`notes`: ONNX models 
 without the onnxruntime backend (as the local launcher does), and the ports are free ones on this machine
 (``SAGEMAKER_BIND_TO_PORT``, and the gRPC/metrics ports when they are on) instead of 8080/8001/8002.
 Triton 2.51's SageMaker frontend binds 0.0.0.0 (it has no address flag).
+
+Given an image (``image=``, ``--triton-image``), it runs in a container of that image instead, as SageMaker
+runs it: the unpacked archive mounted read-only at ``/opt/ml/model``, the container environment, the host
+network (the ports above). An image with the serve script on its PATH (NGC's images have ``/usr/bin/serve``)
+is started with ``serve``, so that script itself decides the command line; an image without it (the local
+stand-in) is started with the command line :func:`serve_plan` derives. ONNX models are adapted only where
+the image has no onnxruntime backend.
 """
 
 from __future__ import annotations
@@ -42,11 +49,16 @@ from pytest_triton.servers.base import ServerUrls
 from pytest_triton.servers.base import StartedInWith
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import resolve_binary
+from pytest_triton.servers.docker_container import TritonContainer
+from pytest_triton.servers.docker_container import container_settings
+from pytest_triton.servers.docker_engine import exit_words
+from pytest_triton.servers.docker_image import adapt_for_image
 from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.logs import server_error
 from pytest_triton.servers.ports import reserve_ports
 from pytest_triton.servers.process import describe_exit
 from pytest_triton.servers.rest import fetch_text
+from pytest_triton.servers.sagemaker_serve import SINGLE_MODEL_REPOSITORY
 from pytest_triton.servers.sagemaker_serve import RepositoryLayout
 from pytest_triton.servers.sagemaker_serve import ServePlan
 from pytest_triton.servers.sagemaker_serve import serve_plan
@@ -62,6 +74,7 @@ if TYPE_CHECKING:
     from pytest_triton.client.transports import SageMakerTransport
 
 _FRONTEND_STARTED = "Started Sagemaker HTTPService"
+MODEL_MOUNT = SINGLE_MODEL_REPOSITORY.rstrip("/")  # where SageMaker puts the unpacked model.tar.gz
 
 
 def is_archive(path: Path) -> bool:
@@ -94,6 +107,7 @@ class SageMakerLocalLauncher(StartedInWith):
     ``env`` is the container environment (``SAGEMAKER_TRITON_DEFAULT_MODEL_NAME`` and the other variables of
     the serve script), on top of the archive's ``.env`` sidecar. ``start()`` raises
     :class:`ConfigError` where the serve script would exit before Triton starts, with its own words.
+    ``image`` (a name, or a :class:`TritonContainer` with its settings) runs it in a container of that image.
     """
 
     name: ClassVar[str] = "sagemaker-local"
@@ -106,6 +120,7 @@ class SageMakerLocalLauncher(StartedInWith):
         *,
         env: Mapping[str, str] | None = None,
         binary: str | os.PathLike[str] | TritonBinary | None = None,
+        image: str | TritonContainer | None = None,
         gpu: bool = False,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         stop_timeout: float = 10.0,
@@ -126,7 +141,20 @@ class SageMakerLocalLauncher(StartedInWith):
         self._binary_arg = binary
         self._binary: TritonBinary | None = None
         self._model_dir: Path | None = None
-        self._process = TritonProcess("sagemaker-local tritonserver", staging=staging)
+        if isinstance(image, str):
+            image = TritonContainer(image, gpus=gpu, progress=progress)
+        if image is not None:
+            image.what = "sagemaker-local container"
+            if image.network != "host":
+                raise ConfigError(
+                    f"network={image.network!r}: sagemaker-local runs its container on the host network (ports "
+                    "chosen here become SAGEMAKER_BIND_TO_PORT); drop --triton-network bridge"
+                )
+        self.container = image
+        # what runs the server: this machine's process, or the container
+        self._runner: TritonProcess | TritonContainer = (
+            TritonProcess("sagemaker-local tritonserver", staging=staging) if image is None else image
+        )
         self._urls: ServerUrls | None = None
 
     @classmethod
@@ -134,7 +162,8 @@ class SageMakerLocalLauncher(StartedInWith):
         cls, repository: Path | None, options: ServeOptions, *, models: Sequence[str] | None = None
     ) -> Self:
         """A launcher from the common options: ``repository`` is a model.tar.gz or a folder; ``models`` must be
-        None or the one default model (SageMaker serves one); setting ``tritonserver`` names the binary."""
+        None or the one default model (SageMaker serves one); setting ``tritonserver`` names the binary, and
+        ``triton_image`` an image to run it in instead (with the docker launcher's container settings)."""
         if repository is None:
             raise ConfigError("the sagemaker-local launcher serves a model.tar.gz or a repository folder: give one")
         env = dict(options.env)
@@ -145,12 +174,19 @@ class SageMakerLocalLauncher(StartedInWith):
                     "name one, or set SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"
                 )
             env.setdefault("SAGEMAKER_TRITON_DEFAULT_MODEL_NAME", models[0])
+        image = options.setting("triton_image")
+        container = None
+        if image is not None:
+            container = TritonContainer(str(image), **container_settings(options), progress=options.progress)
         return cls(
             repository,
             env=env,
             binary=options.setting("tritonserver"),
+            image=container,
             gpu=options.gpu,
-            startup_timeout=options.startup_timeout,
+            startup_timeout=float(options.setting("container_startup_timeout", options.startup_timeout))
+            if container
+            else options.startup_timeout,
             staging=options.staging,
             progress=options.progress,
         )
@@ -176,11 +212,12 @@ class SageMakerLocalLauncher(StartedInWith):
 
     @property
     def backends(self) -> frozenset[str]:
-        return self.binary.backends
+        """The backends of the binary, or of the image's ``/opt/tritonserver/backends``."""
+        return self.binary.backends if self.container is None else self.container.facts().backends
 
     @property
     def has_gpu(self) -> bool:
-        return self.gpu and gpu_visible()
+        return self.gpu and gpu_visible() if self.container is None else self.container.gpu
 
     @property
     def model_dir(self) -> Path:
@@ -216,7 +253,7 @@ class SageMakerLocalLauncher(StartedInWith):
             return self._prepared
         if not self.source.exists():
             raise ConfigError(f"{str(self.source)!r} does not exist; pass a model.tar.gz or a repository folder")
-        model_dir = self._process.workdir() / "model"
+        model_dir = self._runner.workdir() / "model"
         if is_archive(self.source):
             unpack_model_archive(self.source, model_dir)
         elif self.source.is_dir():
@@ -230,9 +267,12 @@ class SageMakerLocalLauncher(StartedInWith):
                 "sagemaker-local does not emulate; test each model as a single-model archive"
             )
         # the serve script's checks run on what SageMaker unpacked, before any adaptation
-        self.plan = serve_plan(env, RepositoryLayout.of(model_dir), model_repository=model_dir)
+        self.plan = serve_plan(env, RepositoryLayout.of(model_dir), model_repository=self._repository(model_dir))
         adapted: list[Any] = []
-        if "onnxruntime" not in self.backends and onnx_models(model_dir):
+        if self.container is not None:
+            adapted = adapt_for_image(model_dir, self.container.facts(), gpu=self.container.gpu)
+            self.notes.append(self._container_note())
+        elif "onnxruntime" not in self.backends and onnx_models(model_dir):
             adapted = adapt_repository(model_dir, AdapterTarget.this_environment(self.backends, self.has_gpu))
         self._model_dir = model_dir
         self.notes += list(self.plan.warnings)
@@ -241,6 +281,20 @@ class SageMakerLocalLauncher(StartedInWith):
             self.source, model_dir, (self.plan.default_model,), tuple(adapted), tuple(self.notes), "/opt/ml/model"
         )
         return self._prepared
+
+    def _repository(self, model_dir: Path) -> str | Path:
+        """The repository as the server sees it: /opt/ml/model/ in the container, the work folder here."""
+        return SINGLE_MODEL_REPOSITORY if self.container is not None else model_dir
+
+    def _container_note(self) -> str:
+        assert self.container is not None
+        facts = self.container.facts()
+        how = (
+            f"started by the image's own serve script ({facts.serve_script}), as SageMaker starts it"
+            if facts.serve_script
+            else "the image has no serve script on its PATH: started with the command line that script derives"
+        )
+        return f"sagemaker-local in a container of {self.container.image} (archive read-only at {MODEL_MOUNT}); {how}"
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -254,14 +308,14 @@ class SageMakerLocalLauncher(StartedInWith):
         missing = [name for name in wanted if not env.get(name)]
         if not missing:
             return {}
-        reservation = self._process.ports = reserve_ports(len(missing))
+        reservation = self._runner.ports = reserve_ports(len(missing))
         placed = dict(zip(missing, (str(p) for p in reservation.ports)))
         self.notes.append("ports chosen here: " + ", ".join(f"{k}={v}" for k, v in placed.items()))
         return placed
 
     def start(self) -> Self:
         """Start Triton as the container would and wait until ``/ping`` answers 200."""
-        if self._process.proc is not None:
+        if self._urls is not None:
             raise ServerError("SageMakerLocalLauncher.start() called twice; create a new launcher to start again")
         try:
             self.prepare()
@@ -271,37 +325,49 @@ class SageMakerLocalLauncher(StartedInWith):
                 env,
                 RepositoryLayout.of(self.model_dir),
                 gpu_count=_gpu_count() if self.has_gpu else 0,
-                model_repository=self.model_dir,
+                model_repository=self._repository(self.model_dir),
             )
             self.plan = plan
-            binary = self.binary
-            self.command = [str(binary.path), *plan.args, *self._process.binary_flags(binary)]
-            process_env = binary.environ()
-            process_env.update(env)
             assert plan.default_model is not None
-            process_env["SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"] = plan.default_model  # the script exports it
+            env["SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"] = plan.default_model  # the script exports it
             self._urls = _urls(plan, env)
-            self._process.spawn(self.command, process_env, "tritonserver.log")
+            if isinstance(self._runner, TritonProcess):
+                binary = self.binary
+                self.command = [str(binary.path), *plan.args, *self._runner.binary_flags(binary)]
+                self._runner.spawn(self.command, {**binary.environ(), **env}, "tritonserver.log")
+            else:
+                serve = self._runner.facts().serve_script
+                self.command = ["serve"] if serve else ["tritonserver", *plan.args]
+                self._runner.run(self.command, env, mounts={self.model_dir: MODEL_MOUNT})
             self._wait_started(plan)
-            self._process.started()
+            if isinstance(self._runner, TritonProcess):
+                self._runner.started()
         except BaseException:
             self.stop()
             raise
         return self
 
+    def _ended(self) -> tuple[int, str] | None:
+        """(exit code, how it ended) once the server ended on its own; None while it runs."""
+        if isinstance(self._runner, TritonProcess):
+            assert self._runner.proc is not None
+            code = self._runner.proc.poll()
+            return None if code is None else (code, describe_exit(code))
+        ended = self._runner.ended()
+        return None if ended is None else (ended[0], exit_words(*ended))
+
     def _wait_started(self, plan: ServePlan) -> None:
-        log, proc = self._process.log, self._process.proc
+        log = self._runner.log
         assert log is not None
-        assert proc is not None
         assert self._urls is not None
         ping = f"{self._urls.sagemaker}/ping"
         model = plan.default_model or ""
 
         def check() -> Poll:
             log.read_new()
-            code = proc.poll()
-            if code is not None:
-                self._raise_exited(code, model)
+            ended = self._ended()
+            if ended is not None:
+                self._raise_exited(*ended, model=model, plan=plan)
             if not any(_FRONTEND_STARTED in line for line in log.lines()):
                 return Poll(False, f"loading {model}")
             try:
@@ -319,23 +385,24 @@ class SageMakerLocalLauncher(StartedInWith):
             log_tail=self.log_tail,
         )
 
-    def _raise_exited(self, code: int, model: str) -> None:
-        assert self._process.log is not None
-        assert self._model_dir is not None
-        lines = self._process.log.lines()
+    def _raise_exited(self, code: int, how: str, *, model: str, plan: ServePlan) -> None:
+        assert self._runner.log is not None
+        lines = self._runner.log.lines()
         # model namespacing names models "<repository>::<model>" in the log
-        reason = model_failure_reason(lines, f"{self._model_dir}::{model}") or model_failure_reason(lines, model)
+        repository = plan.flag("--model-repository") or ""
+        names = [f"{repository}::{model}", f"{repository.rstrip('/')}::{model}", model]
+        reason = next((found for name in names if (found := model_failure_reason(lines, name))), "")
         if reason:
             raise ModelLoadError(model, reason, log_tail=self.log_tail())
         raise ServerStartError(
-            f"tritonserver (sagemaker-local) {describe_exit(code)}: {server_error(lines) or 'see the log'}",
+            f"tritonserver (sagemaker-local) {how}: {server_error(lines) or 'see the log'}",
             exit_code=code,
             log_tail=self.log_tail(),
         )
 
     def stop(self) -> None:
-        """Stop the server and its python stubs, remove their shared memory and the work folder."""
-        self._process.stop(self.stop_timeout)
+        """Stop the server (its python stubs and shared memory, or its container) and remove the work folder."""
+        self._runner.stop(self.stop_timeout)
 
     # -- queries ---------------------------------------------------------------------------------------
 
@@ -347,16 +414,16 @@ class SageMakerLocalLauncher(StartedInWith):
         return self._urls
 
     def logs(self) -> str:
-        return self._process.logs()
+        return self._runner.logs()
 
     def log_tail(self, lines: int = 50) -> str:
-        return self._process.log_tail(lines)
+        return self._runner.log_tail(lines)
 
     def exit_status(self) -> str | None:
-        return self._process.exit_status()
+        return self._runner.exit_status()
 
     def check_alive(self) -> None:
-        self._process.check_alive()
+        self._runner.check_alive()
 
     def transport(self, protocol: InferenceEndpoint = "sagemaker", *, binary: bool = True) -> SageMakerTransport:
         """The ``/invocations`` transport for the default model (inputs read from its config.pbtxt)."""

@@ -1,4 +1,5 @@
-"""The docker suite's fixtures: a real Docker daemon and the stand-in Triton image.
+"""Fixtures of the integration suites: a real Docker daemon and the stand-in Triton image (the docker suite,
+and the SageMaker suite where an endpoint's container runs in docker).
 
 Without a daemon (or without the image) the tests skip with the reason; with
 ``PYTEST_TRITON_REQUIRE_DOCKER=1`` (set by ``.ci/run``) they fail instead, so CI never passes by skipping.
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = ROOT / "docker-images" / "standin" / "build.sh"
 
 

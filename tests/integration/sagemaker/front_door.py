@@ -7,10 +7,11 @@ of AWS we cannot reach, and nothing else:
 - :class:`FakeHosting` patches moto's SageMaker backend (moto runs in this process, as a thread) so that
   CreateEndpoint does what SageMaker does: the endpoint is ``Creating`` while the container starts, here the
   real ``sagemaker-local`` launcher on the model's archive (downloaded from moto's S3) with the model's
-  environment; ``InService`` once ``/ping`` answers, ``Failed`` with a FailureReason otherwise; the
-  container's log goes to CloudWatch Logs ``/aws/sagemaker/Endpoints/NAME``. It also refuses a duplicate
-  endpoint name (moto replaces it) and checks instance types against the API's own list (moto's stops at
-  g4dn/p3 and rejects the default ml.g5.xlarge).
+  environment, in a container of :attr:`FakeHosting.image` when one is set (as SageMaker runs the image);
+  ``InService`` once ``/ping`` answers, ``Failed`` with a FailureReason otherwise; the container's log goes
+  to CloudWatch Logs ``/aws/sagemaker/Endpoints/NAME``. It also refuses a duplicate endpoint name (moto
+  replaces it) and checks instance types against the API's own list (moto's stops at g4dn/p3 and rejects
+  the default ml.g5.xlarge).
 - :class:`FrontDoor` is a small HTTP server with InvokeEndpoint's route (``POST /endpoints/NAME/invocations``)
   that forwards the body to the container's ``/invocations`` (the real Triton SageMaker frontend) and maps
   its errors as SageMaker does: a container error becomes ``ModelError`` (HTTP 424) with
@@ -43,6 +44,7 @@ from moto.sagemaker.exceptions import ValidationError
 from moto.sagemaker.models import FakeEndpointConfig
 from moto.sagemaker.models import SageMakerModelBackend
 
+from pytest_triton.servers.docker_container import TritonContainer
 from pytest_triton.servers.sagemaker_local import SageMakerLocalLauncher
 
 ACCOUNT = "123456789012"  # moto's default account
@@ -81,6 +83,8 @@ class FakeHosting:
         self.startup_timeout = 60.0
         self.delay = 0.0  # seconds an endpoint stays Creating before its container starts
         self.deleting = 0.0  # seconds an endpoint stays Deleting after DeleteEndpoint (moto: none)
+        self.image: str | None = None  # the endpoints' image: their container runs in docker (None: this machine)
+        self.containers: list[str] = []  # ids of the containers endpoints ran in
         self._lock = threading.Lock()
         self._instance_types = _api_instance_types()
 
@@ -148,11 +152,14 @@ class FakeHosting:
             launcher = SageMakerLocalLauncher(
                 archive,
                 env=container.get("Environment", {}),
+                image=None if self.image is None else TritonContainer(self.image, pull="never"),
                 startup_timeout=self.startup_timeout,
                 staging=folder,
                 progress=None,
             )
             launcher.start()
+            if launcher.container is not None and launcher.container.container_id is not None:
+                self.containers.append(launcher.container.container_id)
             hosted.launcher = launcher
             self._ship_logs(hosted.name, launcher)  # the log is in CloudWatch before the status changes
             endpoint.endpoint_status = "InService"

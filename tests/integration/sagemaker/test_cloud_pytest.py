@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -140,6 +141,23 @@ def test_cloud_run_deploys_tests_and_removes_the_endpoint(offline_aws: OfflineAw
     assert "pytest-triton: deleted endpoint pytest-triton-" in out
     assert left_in_aws() == NOTHING
     assert offline_aws.front_door.requests  # the test's requests went through InvokeEndpoint
+
+
+def test_cloud_run_with_the_endpoint_container_in_docker(
+    offline_aws: OfflineAws, standin_image: str, docker_client: Any, tmp_path: Path
+) -> None:
+    """The same run, the endpoint's container started from an image as SageMaker starts it (the stand-in)."""
+    offline_aws.hosting.image = standin_image
+    project = _ensemble_project(tmp_path, CONTRACT)
+    proc = _pytest(project, offline_aws, "--cloud", "--triton-repository", "repo", "test_on_endpoint.py")
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out
+    assert "1 passed" in out
+    assert len(offline_aws.hosting.containers) == 1, out
+    assert offline_aws.front_door.requests
+    assert left_in_aws() == NOTHING
+    container = offline_aws.hosting.containers[0]
+    assert not docker_client.containers.list(all=True, filters={"id": container})  # removed with the endpoint
 
 
 @pytest.mark.parametrize("when", ["while the endpoint is Creating", "while a test runs"])
