@@ -140,6 +140,9 @@ def profile_model(
             session.run([gm.OUTPUT], feeds[index % len(feeds)])
         events = json.loads(Path(session.end_profiling()).read_text(encoding="utf-8"))
     result = op_profile(events, skip=warm)
+    # device-side kernel events exist only in builds with CUDA profiling (not the release wheels): counted, so that
+    # a build that has them shows it
+    result["kernel_events"] = sum(1 for e in events if e.get("cat") == "Kernel")
     wanted = providers[0] if isinstance(providers[0], str) else str(providers[0][0])
     report = PlacementReport(path.name, wanted, tuple(session.get_providers()), nodes_from_trace(events))
     placed = report.to_json()

@@ -29,7 +29,7 @@ case "${1:-}" in
     export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
     phase=$1
     python3 benchmarks/gpu_mdeberta.py --models "$work/models" --work "$work" --out "$out" --phases "$phase" \
-      2>&1 | tee "$out/$phase-console.txt" | grep -v "^$" | tail -30
+      2>&1 | tee "$out/$phase-console.txt" | grep -v -e "^$" -e "W:onnxruntime" | tail -30
     cp "$work/state.json" "$out/$phase-state.json"
     (cd benchmarks && python3 -c "import json, gpu_$phase; print('\n'.join(gpu_$phase.report_lines(json.load(open('$work/state.json')))))") \
       | tee "$out/$phase.md"
