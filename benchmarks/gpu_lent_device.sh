@@ -4,6 +4,7 @@
 #
 #   bash benchmarks/gpu_lent_device.sh build   # the full-size model, built by the image's torch
 #   bash benchmarks/gpu_lent_device.sh duty    # gpu_mdeberta.py's duty phase and its report section
+#   bash benchmarks/gpu_lent_device.sh fusion  # the fusion phase (op-time profile, optimize_model) and its section
 #   bash benchmarks/gpu_lent_device.sh suite   # the --gpu contract suite (benchmarks/gpu_suite.sh)
 #
 # Everything it writes for the caller goes under $OUT (at most 8 files come back).
@@ -22,18 +23,19 @@ case "${1:-}" in
     echo "gpu_suite.sh exit $?" | tee -a "$out/suite-console.txt"
     tail -25 "$out/suite-console.txt"
     ;;
-  duty)
+  duty | fusion)
     # shellcheck source=benchmarks/gpu_venv.sh
     . benchmarks/gpu_venv.sh
     export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-    python3 benchmarks/gpu_mdeberta.py --models "$work/models" --work "$work" --out "$out" --phases duty \
-      2>&1 | tee "$out/duty-console.txt" | grep -v "^$" | tail -20
-    cp "$work/state.json" "$out/duty-state.json"
-    (cd benchmarks && python3 -c "import json, gpu_duty; print('\n'.join(gpu_duty.report_lines(json.load(open('$work/state.json')))))") \
-      | tee "$out/duty.md"
+    phase=$1
+    python3 benchmarks/gpu_mdeberta.py --models "$work/models" --work "$work" --out "$out" --phases "$phase" \
+      2>&1 | tee "$out/$phase-console.txt" | grep -v -e "^$" -e "W:onnxruntime" | tail -30
+    cp "$work/state.json" "$out/$phase-state.json"
+    (cd benchmarks && python3 -c "import json, gpu_$phase; print('\n'.join(gpu_$phase.report_lines(json.load(open('$work/state.json')))))") \
+      | tee "$out/$phase.md"
     ;;
   *)
-    echo "usage: $0 build|duty|suite" >&2
+    echo "usage: $0 build|duty|fusion|suite" >&2
     exit 2
     ;;
 esac

@@ -6,10 +6,11 @@ settings sweep and the provider proof. Not a timed test: a script that prints an
 
 ``--models`` holds ``model.onnx``, ``model_fp16.onnx`` and ``build.json`` from ``gpu_build_mdeberta.py``.
 Phases (default: all, in this order): inprocess, served, fidelity, sweep, static, static1, threads, duty,
-proof, report (static, static1, threads and proof are in ``gpu_phases.py``, duty in ``gpu_duty.py``). Every phase adds
-to ``WORK/state.json``, so a run can be split over several calls; ``report`` writes ``gpu-mdeberta.md`` and
-``gpu-mdeberta.json`` under ``--out``. ``--cpu`` runs everything on the CPU provider (to test the script
-with the tiny model on a machine without a GPU); its numbers mean nothing for a GPU.
+fusion, proof, report (static, static1, threads and proof are in ``gpu_phases.py``, duty in ``gpu_duty.py``,
+fusion in ``gpu_fusion.py``). Every phase adds to ``WORK/state.json``, so a run can be split over several
+calls; ``report`` writes ``gpu-mdeberta.md`` and ``gpu-mdeberta.json`` under ``--out``. ``--cpu`` runs
+everything on the CPU provider (to test the script with the tiny model on a machine without a GPU); its
+numbers mean nothing for a GPU.
 """
 
 from __future__ import annotations
@@ -55,7 +56,19 @@ from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.factory import ServerFactory
 
 ROOT = Path(__file__).resolve().parent.parent
-PHASES = ("inprocess", "served", "fidelity", "sweep", "static", "static1", "threads", "duty", "proof", "report")
+PHASES = (
+    "inprocess",
+    "served",
+    "fidelity",
+    "sweep",
+    "static",
+    "static1",
+    "threads",
+    "duty",
+    "fusion",
+    "proof",
+    "report",
+)
 TIMINGS_ENV = "PYTEST_TRITON_ADAPTER_TIMINGS"
 OUTPUT = "logits"
 INPUTS = ("input_ids", "attention_mask")
@@ -536,6 +549,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--proof-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     import gpu_duty
+    import gpu_fusion
     import gpu_phases
 
     if args.proof_child:
@@ -557,6 +571,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "static1": gpu_phases.phase_static1,
         "threads": gpu_phases.phase_threads,
         "duty": gpu_duty.phase_duty,
+        "fusion": gpu_fusion.phase_fusion,
         "proof": gpu_phases.phase_proof,
     }
     failed = False

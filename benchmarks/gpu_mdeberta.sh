@@ -10,7 +10,7 @@
 #   BUILD_PYTHON  a python with torch + transformers + onnx + onnxruntime (default: python3)
 #   RUN_PYTHON    a python with pytest-triton's serve extra and onnxruntime-gpu (default: python3)
 #   WORK          models, staged repositories, state (default /tmp/gpu-mdeberta); OUT: report folder
-#   PHASES        comma-separated subset of inprocess,served,fidelity,sweep,static,static1,threads,duty,proof,report
+#   PHASES        comma-separated subset of inprocess,served,fidelity,sweep,static,static1,threads,duty,fusion,proof,report
 #   BUILD_ARGS    extra arguments of gpu_build_mdeberta.py (BUILD_ARGS=--tiny with --cpu: a CPU test of the route)
 # Extra arguments go to gpu_mdeberta.py (e.g. --window-ms 2000 --rounds 5).
 set -uo pipefail

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import gpu_duty
+import gpu_fusion
 
 # H200 figures the issue gives: bf16/fp16 dense ~790 TFLOP/s, HBM ~4.3 TB/s. ONNX Runtime's CUDA provider runs
 # fp32 matmuls as TF32 by default: taken as half the fp16 rate (the ratio of the two on Hopper's data sheet).
@@ -306,6 +307,10 @@ def write(state: dict[str, Any], out: Path) -> tuple[Path, Path]:
         "## b=1: the adapter, or the idle time between requests? (`duty` phase)",
         "",
         *gpu_duty.report_lines(state),
+        "",
+        "## b=8 fp16: where the time goes, and ONNX Runtime's transformer fusions (`fusion` phase)",
+        "",
+        *gpu_fusion.report_lines(state),
         "",
         "## Provider proof and TensorRT",
         "",
