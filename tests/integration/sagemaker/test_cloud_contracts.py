@@ -25,7 +25,7 @@ from .test_cloud_pytest import _pytest
 pytestmark = pytest.mark.xdist_group("embedded-triton")
 
 SCENARIO = ROOT / "model_repos" / "scenario07.contracts.toml"
-SANITY_RATIO = 3.0
+SANITY_RATIO = 4.0
 
 BUDGETS = """
 [nvidia-a10g]
@@ -56,11 +56,12 @@ def _declaration(project: Path) -> Path:
         flags=re.MULTILINE,
     )
     text, windows = re.subn(r"^window_ms = .*$", "window_ms = 300", text, flags=re.MULTILINE)
-    # two endpoints measured in 300 ms windows beside another xdist worker: the ratio moves with the CPU left
-    # (1.60 seen under a load of 5). Here the item must run over InvokeEndpoint and pass a sanity bound; the
-    # declaration's own 1.5 is held by the main job, with 1 s windows on the embedded server.
-    text, ratios = re.subn(r"^max_ratio = 1\.5$", f"max_ratio = {SANITY_RATIO}", text, flags=re.MULTILINE)
-    assert ratios == 1, "scenario 07's ensemble/onnx budget is no longer max_ratio = 1.5: update this test"
+    # endpoints behind the front-door double measured in 300 ms windows beside another xdist worker: the ratios
+    # move with the CPU left (ensemble/onnx 1.60 and onnx/in-process 2.04 seen under a load of 5). Here each
+    # relative item must run over InvokeEndpoint and pass a sanity bound; the declaration's own bounds are held
+    # by the main job, with 1 s windows on the embedded server.
+    text, ratios = re.subn(r"^max_ratio = .*$", f"max_ratio = {SANITY_RATIO}", text, flags=re.MULTILINE)
+    assert ratios == 2, f"scenario 07 declares {ratios} relative budgets, not 2: update this test"
     if not windows:
         text = text.replace('budgets = "budgets.toml"', 'budgets = "budgets.toml"\nwindow_ms = 300')
     (project / "budgets.toml").write_text(BUDGETS, encoding="utf-8")
@@ -92,8 +93,9 @@ def test_cloud_runs_the_declared_contracts_on_endpoints(offline_aws: OfflineAws,
     assert outcomes["parity[ensemble]"]["status"] == "passed", out
     assert outcomes["latency[onnx]"]["status"] == "passed", out
     assert outcomes["latency[ensemble]"]["status"] == "passed", out
-    assert outcomes["latency[ensemble/onnx]"]["status"] == "passed", out
-    assert f"budget <= {SANITY_RATIO:g}" in outcomes["latency[ensemble/onnx]"]["text"], out
+    for pair in ("ensemble/onnx", "onnx/onnxruntime-fp32-inprocess"):
+        assert outcomes[f"latency[{pair}]"]["status"] == "passed", out
+        assert f"budget <= {SANITY_RATIO:g}" in outcomes[f"latency[{pair}]"]["text"], out
     # the endpoint has no gRPC: the variant that asks for it is skipped, saying so
     assert outcomes["parity[onnx-grpc]"]["status"] == "skipped", out
     assert "no grpc" in outcomes["parity[onnx-grpc]"]["text"], out
