@@ -7,6 +7,7 @@ through a fixture; the terminal summary prints :meth:`TritonBench.summary_lines`
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from collections.abc import Hashable
 from collections.abc import Mapping
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import Protocol
 from typing import final
 
 if TYPE_CHECKING:
@@ -55,7 +57,15 @@ from pytest_triton.bench.server_stats import stats_delta
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ServerError
 
-__all__ = ["TritonBench"]
+__all__ = ["LateNote", "TritonBench"]
+
+
+class LateNote(Protocol):
+    """A note a result can only get after the session's tests (CloudWatch publishes a SageMaker endpoint's split
+    minutes after the requests): ``placeholder`` stands in the result's notes until :meth:`TritonBench.settle`."""
+
+    @property
+    def placeholder(self) -> str: ...
 
 
 @final
@@ -91,6 +101,7 @@ class TritonBench:
         self.parity: list[ParityRecord] = []
         self.explanations: list[str] = []
         self.triton_version: str | None = None
+        self.late: list[tuple[int, LateNote]] = []  # (index in results, what to read at the session's end)
 
     @property
     def hardware_policy(self) -> HardwarePolicy:
@@ -138,9 +149,27 @@ class TritonBench:
             budgets = load_budgets(budgets_path)
         return cls(hardware=hardware, budgets=budgets, unstable=unstable)
 
-    def add(self, result: VariantResult) -> VariantResult:
+    def add(self, result: VariantResult, *, late: LateNote | None = None) -> VariantResult:
+        """Record ``result``; ``late`` is read at the session's end, its note replacing its placeholder."""
+        if late is not None:
+            result = dataclasses.replace(result, notes=(*result.notes, late.placeholder))
+            self.late.append((len(self.results), late))
         self.results.append(result)
         return result
+
+    def settle(self, notes: Sequence[str]) -> list[VariantResult]:
+        """Put the session-end ``notes`` (one per entry of ``late``, in order) in place of their placeholders;
+        returns the results changed."""
+        if len(notes) != len(self.late):
+            raise ValueError(f"{len(notes)} notes for {len(self.late)} late reads")
+        changed = []
+        for (index, late), note in zip(self.late, notes):
+            result = self.results[index]
+            replaced = tuple(note if n == late.placeholder else n for n in result.notes)
+            self.results[index] = dataclasses.replace(result, notes=replaced)
+            changed.append(self.results[index])
+        self.late = []
+        return changed
 
     def record_skipped(self, variant: str, reason: str) -> VariantResult:
         """Record ``variant`` as SKIPPED with ``reason``: shown in the report, never as passed.

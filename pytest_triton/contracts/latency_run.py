@@ -194,13 +194,15 @@ def measure_variant(
         )
     finally:
         _close(opened)
-    server_notes = getattr(timed.server, "latency_notes", None)  # what only this server knows (a SageMaker split)
+    ended = dt.datetime.now(dt.timezone.utc)
+    server_notes = getattr(timed.server, "latency_notes", None)  # what only this server knows (SageMaker's)
     if callable(server_notes):
-        extra = tuple(server_notes(started, dt.datetime.now(dt.timezone.utc)))
+        extra = tuple(server_notes(started, ended))
         result = dataclasses.replace(result, notes=(*result.notes, *extra))
+    late_note = getattr(timed.server, "late_latency_note", None)  # known only later: CloudWatch's split
     if own.triton_version and not bench.triton_version:
         bench.triton_version = own.triton_version
-    return bench.add(result)
+    return bench.add(result, late=late_note(started, ended) if callable(late_note) else None)
 
 
 @final

@@ -86,6 +86,8 @@ def test_cloud_runs_the_declared_contracts_on_endpoints(offline_aws: OfflineAws,
     assert outcomes["parity[ensemble]"]["status"] == "passed", out
     assert outcomes["latency[onnx]"]["status"] == "passed", out
     assert outcomes["latency[ensemble]"]["status"] == "passed", out
+    for check in ("latency[onnx]", "latency[ensemble]"):  # the session-end split joins the outcome's text
+        assert "server-side split ModelLatency " in outcomes[check]["text"], outcomes[check]
     # the endpoint has no gRPC: the variant that asks for it is skipped, saying so
     assert outcomes["parity[onnx-grpc]"]["status"] == "skipped", out
     assert "no grpc" in outcomes["parity[onnx-grpc]"]["text"], out
@@ -100,10 +102,16 @@ def test_cloud_runs_the_declared_contracts_on_endpoints(offline_aws: OfflineAws,
     report = json.loads((project / "report" / "run.json").read_text())
     results = {r["variant"]: r for r in report["results"]}
     assert {r["hardware"] for r in results.values()} == {"nvidia-a10g"}
+    # the split is read at the session's end, after both endpoints were deleted (CloudWatch keeps the metrics)
+    reading = out.index("reading CloudWatch's split of 2 latency window(s) at session end")
+    assert out.rindex("pytest-triton: deleted endpoint pytest-triton-") < reading, out
+    assert "complete for 2 of 2 window(s)" in out, out
     for variant in ("triton-ort-gpu", "triton-ensemble-tensorrt"):
         notes = " ".join(results[variant]["notes"])
         assert "within SageMaker's 60 s invocation limit" in notes, notes
         assert "server-side split ModelLatency " in notes, notes
+        assert "(read at session end, " in notes, notes
+        assert "read at session end" not in notes.replace("(read at session end, ", ""), notes  # no placeholder
         assert "sample-weighted mean of CloudWatch's Average (no ExtendedStatistics p50 came back)" in notes, notes
         assert results[variant]["warmup_s"], results[variant]  # every batch shape warmed before measuring
     assert report["provenance"]["enforcement"].startswith("hardware key 'nvidia-a10g' from the GPU of the default")
