@@ -101,6 +101,8 @@ class TritonBench:
         self.parity: list[ParityRecord] = []
         self.explanations: list[str] = []
         self.triton_version: str | None = None
+        # contracts' own budget files, by path: the file and the variants held to it
+        self.declared_budgets: dict[Path, tuple[BudgetFile, list[str]]] = {}
         self.late: list[tuple[int, LateNote]] = []  # (index in results, what to read at the session's end)
 
     @property
@@ -110,15 +112,33 @@ class TritonBench:
 
     def enforcement_text(self) -> str:
         """One line for the report and the terminal: what is asserted on this hardware, and why."""
+        text = self._enforcement(self.budgets)
+        if self.declared_budgets:
+            own = "; ".join(
+                f"{path.name} for {', '.join(variants)}: {self._enforcement(budgets)}"
+                for path, (budgets, variants) in self.declared_budgets.items()
+            )
+            if self.budgets is None:
+                text = f"contracts' own budget files: {own}; no session budget file: others are reported only"
+            else:
+                text = f"contracts' own budget files: {own}; the session's budget file for the others: {text}"
         if self.hardware_source:
-            return f"hardware key {self.hardware!r} from {self.hardware_source}; " + self._enforcement()
-        return self._enforcement()
+            return f"hardware key {self.hardware!r} from {self.hardware_source}; " + text
+        return text
 
-    def _enforcement(self) -> str:
-        policy = self.hardware_policy
-        if self.budgets is None:
+    def use_declared_budgets(self, budgets: BudgetFile, variant: str) -> None:
+        """Note that ``variant`` was held to a declaration's own budget file instead of the session's (the
+        enforcement line says which budgets applied where)."""
+        key = budgets.path or Path("(a contracts file's budgets)")
+        _, variants = self.declared_budgets.setdefault(key, (budgets, []))
+        if variant not in variants:
+            variants.append(variant)
+
+    def _enforcement(self, budgets: BudgetFile | None) -> str:
+        policy = budgets.policy(self.hardware) if budgets else HardwarePolicy()
+        if budgets is None:
             return "no budget file: everything is measured and reported only"
-        if self.hardware not in self.budgets.budgets:
+        if self.hardware not in budgets.budgets:
             return f"no budgets for {self.hardware!r}: everything is measured and reported only"
         if policy.enforce_absolute:
             return f"absolute and relative budgets of {self.hardware!r} are asserted"

@@ -168,6 +168,8 @@ def measure_variant(
     assert latency is not None
     timed = target(run, name, bench.hardware)
     budgets = _budgets(latency, bench)
+    if latency.budgets is not None and budgets is not None:
+        bench.use_declared_budgets(budgets, timed.budget_name)
     own = type(bench)(hardware=bench.hardware, budgets=budgets, policy=_policy(latency, bench), clock=bench.clock)
     opened: list[Transport] = []
     try:
@@ -253,6 +255,10 @@ def measure_relative(run: ContractRun, rule: RelativeBudget, bench: TritonBench)
     # the report's names are the budget file's, so its relative budgets of this pair apply
     same = baseline.budget_name == candidate.budget_name
     base_key, cand_key = (rule.baseline, rule.variant) if same else (baseline.budget_name, candidate.budget_name)
+    budgets = _budgets(latency, bench)
+    if latency.budgets is not None and budgets is not None:
+        for key in (base_key, cand_key):
+            bench.use_declared_budgets(budgets, key)
     opened: list[Transport] = []
     try:
         pairs = ((base_key, baseline), (cand_key, candidate))
@@ -269,7 +275,7 @@ def measure_relative(run: ContractRun, rule: RelativeBudget, bench: TritonBench)
             batch_size=latency.batch_size,
             throughput_batch_size=latency.throughput_batch_size,
             source=run.declaration.path.name,
-            budgets=_budgets(latency, bench),
+            budgets=budgets,
             hardware=bench.hardware,
             policy=_policy(latency, bench),
             clock=bench.clock,

@@ -114,4 +114,9 @@ def test_cloud_runs_the_declared_contracts_on_endpoints(offline_aws: OfflineAws,
         assert "read at session end" not in notes.replace("(read at session end, ", ""), notes  # no placeholder
         assert "sample-weighted mean of CloudWatch's Average (no ExtendedStatistics p50 came back)" in notes, notes
         assert results[variant]["warmup_s"], results[variant]  # every batch shape warmed before measuring
-    assert report["provenance"]["enforcement"].startswith("hardware key 'nvidia-a10g' from the GPU of the default")
+    enforcement = report["provenance"]["enforcement"]
+    assert enforcement.startswith("hardware key 'nvidia-a10g' from the GPU of the default"), enforcement
+    # the declaration's own budget file applied, and the line says so (not "no budget file")
+    assert "; contracts' own budget files: budgets.toml for triton-ort-gpu" in enforcement, enforcement
+    assert "absolute numbers are reported, not asserted (offline stand-in of an ml.g5.xlarge" in enforcement
+    assert enforcement.endswith("; no session budget file: others are reported only"), enforcement
