@@ -117,9 +117,21 @@ def _run(request: pytest.FixtureRequest, declaration: Declaration, factory: Trit
     return state.runs[declaration.path]
 
 
-def _record(request: pytest.FixtureRequest, check: str, status: str, text: str) -> None:
+def _record(request: pytest.FixtureRequest, check: str, status: str, text: str, *, variant: str = "") -> None:
     state = request.config.stash[CONTRACTS_KEY]
-    state.outcomes.append({"item": request.node.nodeid, "check": check, "status": status, "text": text})
+    outcome = {"item": request.node.nodeid, "check": check, "status": status, "text": text}
+    if variant:  # the latency report's name of what was measured: its session-end notes join this text
+        outcome["variant"] = variant
+    state.outcomes.append(outcome)
+
+
+def add_late_notes(config: pytest.Config, notes: dict[str, list[str]]) -> None:
+    """Append the notes read at the session's end (CloudWatch's split) to the latency outcomes they belong to,
+    by the latency report's variant name."""
+    state = config.stash.get(CONTRACTS_KEY, None)
+    for outcome in state.outcomes if state is not None else []:
+        for note in notes.get(outcome.get("variant", ""), []):
+            outcome["text"] += f"\n{note}"
 
 
 def _skip(reason: str) -> NoReturn:
@@ -202,7 +214,8 @@ def _latency(declaration: Declaration, name: str) -> Callable[..., None]:
             triton_bench.record_skipped(budget_name, reason)  # a SKIPPED row in the latency report
             _skip(reason)
         text = f"{result.variant}: {result.verdict.status}: {result.verdict.reason}"
-        _record(request, f"latency[{name}]", "failed" if result.verdict.failed else "passed", text)
+        status = "failed" if result.verdict.failed else "passed"
+        _record(request, f"latency[{name}]", status, text, variant=result.variant)
         triton_bench.check(result)
 
     return contract_latency

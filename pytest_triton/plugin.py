@@ -145,6 +145,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "triton_lint_limits", "Lint limits as NAME=N lines (like --triton-lint-limit)", type="linelist", default=[]
     )
+    parser.addini(
+        "triton_cloud_metrics_wait",
+        "Seconds to wait at the session's end for CloudWatch's split of the last SageMaker window (0: read once)",
+        default="180",
+    )
     parser.addini("triton_repository", "Model repository served by the triton_server fixture", default="")
     parser.addini("triton_launcher", "Default launcher (local, url or a registered one)", default="")
     parser.addini("triton_startup_timeout", "Seconds to wait for the server and its models", default="120")
@@ -170,9 +175,31 @@ def _add_cloud_options(parser: pytest.Parser) -> None:
     cloud.addoption("--triton-version", metavar="X.Y", default=None, help="sagemaker-tritonserver version (26.05)")
     cloud.addoption("--image", metavar="URI", default=None, help="Container image, instead of the region's table")
     cloud.addoption("--sagemaker-role", metavar="ARN", default=None, help="Execution role of the endpoint's model")
+    cloud.addoption(
+        "--cloud-metrics-wait",
+        metavar="SECONDS",
+        default=None,
+        help="At the session's end, wait up to SECONDS after the last latency window for CloudWatch's "
+        "ModelLatency/OverheadLatency (default: ini triton_cloud_metrics_wait, 180; 0: read once)",
+    )
+
+
+def _cloud_metrics_wait(config: pytest.Config) -> float:
+    """``--cloud-metrics-wait`` (else ini ``triton_cloud_metrics_wait``) in seconds; a UsageError if not >= 0."""
+    given = config.getoption("cloud_metrics_wait")
+    text = str(given if given is not None else config.getini("triton_cloud_metrics_wait"))
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:  # also NaN
+        name = "--cloud-metrics-wait" if given is not None else "ini triton_cloud_metrics_wait"
+        raise pytest.UsageError(f"{name}={text!r}: expected seconds >= 0 (0: read CloudWatch once, no wait)")
+    return seconds
 
 
 def _check_cloud_options(config: pytest.Config) -> None:
+    _cloud_metrics_wait(config)
     cloud_only = [
         f"--{o.replace('_', '-')}" for o in ("endpoint", "s3_uri", "instance_type", "image") if config.getoption(o)
     ]
@@ -368,7 +395,38 @@ def _owner(state: SessionState, name: str) -> Iterator[None]:
         state.starting.pop()
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+def _read_late_notes(terminalreporter: pytest.TerminalReporter, config: pytest.Config, exitstatus: int) -> None:
+    """Read what the latency results could only get after the tests (CloudWatch's split of each SageMaker
+    window), waiting up to --cloud-metrics-wait; an interrupted session reads once and does not wait."""
+    from pytest_triton.session_state import BENCH_KEY
+
+    bench = config.stash.get(BENCH_KEY, None)
+    if bench is None or not bench.late:
+        return
+    from pytest_triton.cloud.metrics import SplitWindow
+    from pytest_triton.cloud.metrics_wait import read_splits
+    from pytest_triton.contract_items import add_late_notes
+
+    windows = [late for _, late in bench.late if isinstance(late, SplitWindow)]  # the only kind made today
+    wait = 0.0 if exitstatus == pytest.ExitCode.INTERRUPTED else _cloud_metrics_wait(config)
+    terminalreporter.section("triton cloud metrics")
+    terminalreporter.write_line(
+        f"reading CloudWatch's split of {len(windows)} latency window(s) at session end "
+        f"(SageMaker publishes it per minute; waiting up to {wait:g} s after the last window)"
+    )
+    reads = read_splits(windows, wait_s=wait, progress=terminalreporter.write_line)
+    described = iter(read.describe() for read in reads)
+    notes = [next(described) if isinstance(late, SplitWindow) else late.placeholder for _, late in bench.late]
+    by_variant: dict[str, list[str]] = {}
+    for result, note in zip(bench.settle(notes), notes):
+        by_variant.setdefault(result.variant, []).append(note)
+    add_late_notes(config, by_variant)
+    complete = sum(read.complete for read in reads)
+    terminalreporter.write_line(f"complete for {complete} of {len(reads)} window(s); each variant's notes say more")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
+    _read_late_notes(terminalreporter, config, exitstatus)
     from pytest_triton.contract_items import summary_lines as contract_lines
     from pytest_triton.contract_items import write_contracts_report
     from pytest_triton.serving import summary_lines

@@ -7,6 +7,7 @@ through a fixture; the terminal summary prints :meth:`TritonBench.summary_lines`
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from collections.abc import Hashable
 from collections.abc import Mapping
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import Protocol
 from typing import final
 
 if TYPE_CHECKING:
@@ -55,7 +57,15 @@ from pytest_triton.bench.server_stats import stats_delta
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ServerError
 
-__all__ = ["TritonBench"]
+__all__ = ["LateNote", "TritonBench"]
+
+
+class LateNote(Protocol):
+    """A note a result can only get after the session's tests (CloudWatch publishes a SageMaker endpoint's split
+    minutes after the requests): ``placeholder`` stands in the result's notes until :meth:`TritonBench.settle`."""
+
+    @property
+    def placeholder(self) -> str: ...
 
 
 @final
@@ -91,6 +101,9 @@ class TritonBench:
         self.parity: list[ParityRecord] = []
         self.explanations: list[str] = []
         self.triton_version: str | None = None
+        # contracts' own budget files, by path: the file and the variants held to it
+        self.declared_budgets: dict[Path, tuple[BudgetFile, list[str]]] = {}
+        self.late: list[tuple[int, LateNote]] = []  # (index in results, what to read at the session's end)
 
     @property
     def hardware_policy(self) -> HardwarePolicy:
@@ -99,15 +112,33 @@ class TritonBench:
 
     def enforcement_text(self) -> str:
         """One line for the report and the terminal: what is asserted on this hardware, and why."""
+        text = self._enforcement(self.budgets)
+        if self.declared_budgets:
+            own = "; ".join(
+                f"{path.name} for {', '.join(variants)}: {self._enforcement(budgets)}"
+                for path, (budgets, variants) in self.declared_budgets.items()
+            )
+            if self.budgets is None:
+                text = f"contracts' own budget files: {own}; no session budget file: others are reported only"
+            else:
+                text = f"contracts' own budget files: {own}; the session's budget file for the others: {text}"
         if self.hardware_source:
-            return f"hardware key {self.hardware!r} from {self.hardware_source}; " + self._enforcement()
-        return self._enforcement()
+            return f"hardware key {self.hardware!r} from {self.hardware_source}; " + text
+        return text
 
-    def _enforcement(self) -> str:
-        policy = self.hardware_policy
-        if self.budgets is None:
+    def use_declared_budgets(self, budgets: BudgetFile, variant: str) -> None:
+        """Note that ``variant`` was held to a declaration's own budget file instead of the session's (the
+        enforcement line says which budgets applied where)."""
+        key = budgets.path or Path("(a contracts file's budgets)")
+        _, variants = self.declared_budgets.setdefault(key, (budgets, []))
+        if variant not in variants:
+            variants.append(variant)
+
+    def _enforcement(self, budgets: BudgetFile | None) -> str:
+        policy = budgets.policy(self.hardware) if budgets else HardwarePolicy()
+        if budgets is None:
             return "no budget file: everything is measured and reported only"
-        if self.hardware not in self.budgets.budgets:
+        if self.hardware not in budgets.budgets:
             return f"no budgets for {self.hardware!r}: everything is measured and reported only"
         if policy.enforce_absolute:
             return f"absolute and relative budgets of {self.hardware!r} are asserted"
@@ -138,9 +169,27 @@ class TritonBench:
             budgets = load_budgets(budgets_path)
         return cls(hardware=hardware, budgets=budgets, unstable=unstable)
 
-    def add(self, result: VariantResult) -> VariantResult:
+    def add(self, result: VariantResult, *, late: LateNote | None = None) -> VariantResult:
+        """Record ``result``; ``late`` is read at the session's end, its note replacing its placeholder."""
+        if late is not None:
+            result = dataclasses.replace(result, notes=(*result.notes, late.placeholder))
+            self.late.append((len(self.results), late))
         self.results.append(result)
         return result
+
+    def settle(self, notes: Sequence[str]) -> list[VariantResult]:
+        """Put the session-end ``notes`` (one per entry of ``late``, in order) in place of their placeholders;
+        returns the results changed."""
+        if len(notes) != len(self.late):
+            raise ValueError(f"{len(notes)} notes for {len(self.late)} late reads")
+        changed = []
+        for (index, late), note in zip(self.late, notes):
+            result = self.results[index]
+            replaced = tuple(note if n == late.placeholder else n for n in result.notes)
+            self.results[index] = dataclasses.replace(result, notes=replaced)
+            changed.append(self.results[index])
+        self.late = []
+        return changed
 
     def record_skipped(self, variant: str, reason: str) -> VariantResult:
         """Record ``variant`` as SKIPPED with ``reason``: shown in the report, never as passed.

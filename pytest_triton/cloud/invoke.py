@@ -50,6 +50,7 @@ class InvokeEndpointTransport:
         self.limit = max_request_bytes(runtime)
         self.invocation_limit_s = INVOCATION_LIMIT_S
         self.first_calls: dict[tuple[tuple[str, tuple[int, ...]], ...], float] = {}  # input shapes -> seconds
+        self.answered: list[float] = []  # when each call was answered (time.time()): the requests CloudWatch counts
 
     def slow_first_calls(self) -> list[str]:
         """One line per input shape whose first call took longer than SageMaker's invocation limit."""
@@ -59,6 +60,10 @@ class InvokeEndpointTransport:
             for shapes, seconds in self.first_calls.items()
             if seconds > self.invocation_limit_s
         ]
+
+    def answered_between(self, start: float, end: float) -> int:
+        """How many calls were answered between ``start`` and ``end`` (seconds since the epoch)."""
+        return sum(1 for moment in self.answered if start <= moment <= end)
 
     def input_specs(self, model: str) -> list[InputSpec]:
         return self.specs
@@ -105,4 +110,5 @@ class InvokeEndpointTransport:
             ) from None
         outputs_read = decode_invocation(reply["Body"].read(), str(reply.get("ContentType", "")))
         self.first_calls.setdefault(shapes, time.monotonic() - started)
+        self.answered.append(time.time())
         return outputs_read

@@ -2,7 +2,8 @@
 
 SageMaker publishes both per endpoint and variant in the ``AWS/SageMaker`` namespace, in microseconds, once a
 minute: ``ModelLatency`` is the time the container took, ``OverheadLatency`` what SageMaker added around it.
-They arrive a minute or more after the requests, so a run reads them after measuring, and says so when none came.
+They arrive a minute or more after the requests, so a run keeps each measured window (:class:`SplitWindow`) and
+reads them all at the session's end (:mod:`pytest_triton.cloud.metrics_wait`), saying so when none came.
 The median comes from ExtendedStatistics ``p50`` where CloudWatch serves it over the window in one datapoint;
 otherwise (moto ignores ExtendedStatistics) the split is the mean of the ``Average`` datapoints weighted by
 their sample counts, and the report says which it is.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +49,66 @@ class LatencySplit:
         return f"endpoint {self.endpoint}: server-side split " + "; ".join(parts)
 
 
+def whole_minute(moment: dt.datetime, *, up: bool = False) -> dt.datetime:
+    """``moment`` rounded down (or ``up``) to the minute: CloudWatch keeps SageMaker's metrics per minute."""
+    floor = moment.replace(second=0, microsecond=0)
+    return floor + dt.timedelta(minutes=1) if up and floor != moment else floor
+
+
+@dataclass(frozen=True)
+class SplitWindow:
+    """One measured window of an endpoint whose split is read later (CloudWatch publishes it minutes after).
+
+    ``requests`` are the InvokeEndpoint calls answered in the window (0: not counted): the window's datapoints
+    are all there once both metrics count at least that many samples. CloudWatch needs only the dimensions
+    (EndpointName, VariantName), so the read works after the endpoint is deleted.
+    """
+
+    endpoint: str
+    start: dt.datetime
+    end: dt.datetime
+    requests: int
+    region: str
+    variant: str = "AllTraffic"
+
+    @property
+    def placeholder(self) -> str:
+        """The variant's note until the read: the split comes at the session's end."""
+        return f"endpoint {self.endpoint}: server-side split (CloudWatch {' / '.join(METRICS)}) read at session end"
+
+    def query_window(self) -> tuple[dt.datetime, dt.datetime]:
+        """The whole minutes the window touches: the 1-minute datapoints that hold its requests."""
+        return whole_minute(self.start), whole_minute(self.end, up=True)
+
+    def read(self, cloudwatch: Any) -> LatencySplit:
+        start, end = self.query_window()
+        return latency_split(cloudwatch, self.endpoint, start, end, variant=self.variant)
+
+    def complete(self, split: LatencySplit) -> bool:
+        """Whether CloudWatch has every request of the window in both metrics (any data, when not counted)."""
+        if split.missing:
+            return False
+        return all(split.samples.get(metric, 0) >= self.requests for metric in METRICS)
+
+    def commands(self, metrics: Sequence[str] = METRICS) -> list[str]:
+        """The aws CLI commands that read ``metrics`` of this window (CloudWatch's p50 over the whole window)."""
+        start, end = self.query_window()
+        period = _period(start, end)
+        stamp = "%Y-%m-%dT%H:%M:%SZ"
+        return [
+            f"aws cloudwatch get-metric-statistics --region {self.region} --namespace {NAMESPACE} "
+            f"--metric-name {metric} --dimensions Name=EndpointName,Value={self.endpoint} "
+            f"Name=VariantName,Value={self.variant} --start-time {start.astimezone(dt.timezone.utc):{stamp}} "
+            f"--end-time {end.astimezone(dt.timezone.utc):{stamp}} --period {period} --extended-statistics p50"
+            for metric in metrics
+        ]
+
+
+def _period(start: dt.datetime, end: dt.datetime) -> int:
+    """One period over the whole window, in whole minutes (as CloudWatch wants them)."""
+    return max(60, math.ceil((end - start).total_seconds() / 60) * 60)
+
+
 def latency_split(
     cloudwatch: Any, endpoint: str, start: dt.datetime, end: dt.datetime, *, variant: str = "AllTraffic"
 ) -> LatencySplit:
@@ -55,8 +117,7 @@ def latency_split(
     counts: dict[str, int] = {}
     statistic: dict[str, str] = {}
     missing: list[str] = []
-    # one period over the whole window (whole minutes, as CloudWatch wants them): one p50 for all its requests
-    period = max(60, math.ceil((end - start).total_seconds() / 60) * 60)
+    period = _period(start, end)  # one p50 for all the window's requests
     query: dict[str, Any] = {
         "Namespace": NAMESPACE,
         "Dimensions": [{"Name": "EndpointName", "Value": endpoint}, {"Name": "VariantName", "Value": variant}],

@@ -168,6 +168,8 @@ def measure_variant(
     assert latency is not None
     timed = target(run, name, bench.hardware)
     budgets = _budgets(latency, bench)
+    if latency.budgets is not None and budgets is not None:
+        bench.use_declared_budgets(budgets, timed.budget_name)
     own = type(bench)(hardware=bench.hardware, budgets=budgets, policy=_policy(latency, bench), clock=bench.clock)
     opened: list[Transport] = []
     try:
@@ -194,13 +196,15 @@ def measure_variant(
         )
     finally:
         _close(opened)
-    server_notes = getattr(timed.server, "latency_notes", None)  # what only this server knows (a SageMaker split)
+    ended = dt.datetime.now(dt.timezone.utc)
+    server_notes = getattr(timed.server, "latency_notes", None)  # what only this server knows (SageMaker's)
     if callable(server_notes):
-        extra = tuple(server_notes(started, dt.datetime.now(dt.timezone.utc)))
+        extra = tuple(server_notes(started, ended))
         result = dataclasses.replace(result, notes=(*result.notes, *extra))
+    late_note = getattr(timed.server, "late_latency_note", None)  # known only later: CloudWatch's split
     if own.triton_version and not bench.triton_version:
         bench.triton_version = own.triton_version
-    return bench.add(result)
+    return bench.add(result, late=late_note(started, ended) if callable(late_note) else None)
 
 
 @final
@@ -251,6 +255,10 @@ def measure_relative(run: ContractRun, rule: RelativeBudget, bench: TritonBench)
     # the report's names are the budget file's, so its relative budgets of this pair apply
     same = baseline.budget_name == candidate.budget_name
     base_key, cand_key = (rule.baseline, rule.variant) if same else (baseline.budget_name, candidate.budget_name)
+    budgets = _budgets(latency, bench)
+    if latency.budgets is not None and budgets is not None:
+        for key in (base_key, cand_key):
+            bench.use_declared_budgets(budgets, key)
     opened: list[Transport] = []
     try:
         pairs = ((base_key, baseline), (cand_key, candidate))
@@ -267,7 +275,7 @@ def measure_relative(run: ContractRun, rule: RelativeBudget, bench: TritonBench)
             batch_size=latency.batch_size,
             throughput_batch_size=latency.throughput_batch_size,
             source=run.declaration.path.name,
-            budgets=_budgets(latency, bench),
+            budgets=budgets,
             hardware=bench.hardware,
             policy=_policy(latency, bench),
             clock=bench.clock,

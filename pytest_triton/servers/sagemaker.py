@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from pytest_triton.cloud.deploy import Deployment
     from pytest_triton.cloud.deploy import DeployOptions
     from pytest_triton.cloud.invoke import InvokeEndpointTransport
+    from pytest_triton.cloud.metrics import SplitWindow
     from pytest_triton.cloud.reuse import ExistingEndpoint
 
 ROLE_ENV = "PYTEST_TRITON_SAGEMAKER_ROLE"
@@ -317,10 +318,8 @@ class SageMakerLauncher(StartedInWith):
         return transport
 
     def latency_notes(self, start: dt.datetime, end: dt.datetime) -> list[str]:
-        """For the latency report: the slowest first call per input shape against SageMaker's invocation limit,
-        and CloudWatch's ModelLatency / OverheadLatency split between ``start`` and ``end`` (or why there is none)."""
-        from pytest_triton.cloud.metrics import latency_split
-
+        """For the latency report: the slowest first call per input shape against SageMaker's invocation limit.
+        (CloudWatch's split of the window comes later: :meth:`late_latency_note`.)"""
         notes: list[str] = []
         for transport in self._transports:
             notes += transport.slow_first_calls()
@@ -332,5 +331,13 @@ class SageMakerLauncher(StartedInWith):
                 f"{self._transports[0].invocation_limit_s:.0f} s invocation limit; slowest {seconds:.2f} s "
                 f"with shapes {dict(shapes)}"
             )
-        notes.append(latency_split(self.clients.cloudwatch, self.endpoint_name, start, end).describe())
         return notes
+
+    def late_latency_note(self, start: dt.datetime, end: dt.datetime) -> SplitWindow:
+        """The window between ``start`` and ``end`` whose ModelLatency / OverheadLatency split CloudWatch publishes
+        a minute or more later: read at the session's end (:mod:`pytest_triton.cloud.metrics_wait`), when the
+        endpoint may be gone already (the read needs only its name)."""
+        from pytest_triton.cloud.metrics import SplitWindow
+
+        requests = sum(t.answered_between(start.timestamp(), end.timestamp()) for t in self._transports)
+        return SplitWindow(self.endpoint_name, start, end, requests, self.clients.region)

@@ -23,6 +23,7 @@ of AWS we cannot reach, and nothing else:
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import re
 import tempfile
@@ -251,10 +252,16 @@ class FrontDoor:
         body = json.dumps(fields).encode()
         self._reply(handler, status, body, {"Content-Type": "application/json", "x-amzn-ErrorType": code})
 
-    def _publish(self, name: str, model_s: float, overhead_s: float) -> None:
+    def _publish(self, name: str, model_s: float, overhead_s: float, at: dt.datetime) -> None:
         dimensions = [{"Name": "EndpointName", "Value": name}, {"Name": "VariantName", "Value": "AllTraffic"}]
         data = [
-            {"MetricName": metric, "Dimensions": dimensions, "Value": seconds * 1e6, "Unit": "Microseconds"}
+            {
+                "MetricName": metric,
+                "Dimensions": dimensions,
+                "Value": seconds * 1e6,
+                "Unit": "Microseconds",
+                "Timestamp": at,  # the request's time, not the publication's: its minute is the one it counts in
+            }
             for metric, seconds in (("ModelLatency", model_s), ("OverheadLatency", overhead_s))
         ]
         if self._cloudwatch is None:
@@ -263,6 +270,7 @@ class FrontDoor:
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
         received = time.monotonic()
+        received_at = dt.datetime.now(dt.timezone.utc)
         length = int(handler.headers.get("Content-Length", "0"))
         body = handler.rfile.read(length)
         match = _ROUTE.match(handler.path.split("?")[0])
@@ -311,4 +319,4 @@ class FrontDoor:
             handler, 200, payload, {"Content-Type": content_type, "x-Amzn-Invoked-Production-Variant": "AllTraffic"}
         )
         model_s = answered - forwarded
-        self._publish(name, model_s, time.monotonic() - received - model_s)  # after the reply: not on the clock
+        self._publish(name, model_s, time.monotonic() - received - model_s, received_at)  # after the reply

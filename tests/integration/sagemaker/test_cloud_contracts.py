@@ -96,6 +96,8 @@ def test_cloud_runs_the_declared_contracts_on_endpoints(offline_aws: OfflineAws,
     for pair in ("ensemble/onnx", "onnx/onnxruntime-fp32-inprocess"):
         assert outcomes[f"latency[{pair}]"]["status"] == "passed", out
         assert f"budget <= {SANITY_RATIO:g}" in outcomes[f"latency[{pair}]"]["text"], out
+    for check in ("latency[onnx]", "latency[ensemble]"):  # the session-end split joins the outcome's text
+        assert "server-side split ModelLatency " in outcomes[check]["text"], outcomes[check]
     # the endpoint has no gRPC: the variant that asks for it is skipped, saying so
     assert outcomes["parity[onnx-grpc]"]["status"] == "skipped", out
     assert "no grpc" in outcomes["parity[onnx-grpc]"]["text"], out
@@ -110,10 +112,21 @@ def test_cloud_runs_the_declared_contracts_on_endpoints(offline_aws: OfflineAws,
     report = json.loads((project / "report" / "run.json").read_text())
     results = {r["variant"]: r for r in report["results"]}
     assert {r["hardware"] for r in results.values()} == {"nvidia-a10g"}
+    # the split is read at the session's end, after both endpoints were deleted (CloudWatch keeps the metrics)
+    reading = out.index("reading CloudWatch's split of 2 latency window(s) at session end")
+    assert out.rindex("pytest-triton: deleted endpoint pytest-triton-") < reading, out
+    assert "complete for 2 of 2 window(s)" in out, out
     for variant in ("triton-ort-gpu", "triton-ensemble-tensorrt"):
         notes = " ".join(results[variant]["notes"])
         assert "within SageMaker's 60 s invocation limit" in notes, notes
         assert "server-side split ModelLatency " in notes, notes
+        assert "(read at session end, " in notes, notes
+        assert "read at session end" not in notes.replace("(read at session end, ", ""), notes  # no placeholder
         assert "sample-weighted mean of CloudWatch's Average (no ExtendedStatistics p50 came back)" in notes, notes
         assert results[variant]["warmup_s"], results[variant]  # every batch shape warmed before measuring
-    assert report["provenance"]["enforcement"].startswith("hardware key 'nvidia-a10g' from the GPU of the default")
+    enforcement = report["provenance"]["enforcement"]
+    assert enforcement.startswith("hardware key 'nvidia-a10g' from the GPU of the default"), enforcement
+    # the declaration's own budget file applied, and the line says so (not "no budget file")
+    assert "; contracts' own budget files: budgets.toml for triton-ort-gpu" in enforcement, enforcement
+    assert "absolute numbers are reported, not asserted (offline stand-in of an ml.g5.xlarge" in enforcement
+    assert enforcement.endswith("; no session budget file: others are reported only"), enforcement

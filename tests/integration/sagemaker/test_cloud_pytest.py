@@ -272,3 +272,12 @@ def test_cloud_tests_skip_with_a_reason_without_cloud(offline_aws: OfflineAws, t
     out, _ = proc.communicate(timeout=300)  # teardown on a busy 2-core runner takes its time
     assert proc.returncode == 0, out
     assert "needs a SageMaker endpoint: run with --cloud" in out
+
+
+def test_cloud_metrics_wait_must_be_seconds(offline_aws: OfflineAws, tmp_path: Path) -> None:
+    project = _ensemble_project(tmp_path, CONTRACT)
+    proc = _pytest(project, offline_aws, "--cloud", "--cloud-metrics-wait", "-5", "test_on_endpoint.py")
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 4, out
+    assert "--cloud-metrics-wait='-5': expected seconds >= 0 (0: read CloudWatch once, no wait)" in out
+    assert left_in_aws() == NOTHING  # refused before anything was created

@@ -206,3 +206,35 @@ def test_side_by_side_warms_each_variant_and_splits_each_servers_kept_windows(mo
     assert bench.triton_version == "triton 2.51.0"
     assert result.relative == ()  # no budget file: nothing to judge
     assert "settled after 3 rounds" in result.settled
+
+
+OFFLINE = parse_budgets(
+    """
+[nvidia-a10g]
+source = "the seed's A10G numbers"
+enforce_absolute = false
+enforce_reason = "a CPU stands in for the endpoint"
+[nvidia-a10g.trt]
+p50_ms = 15.4
+""",
+    Path("project/budgets.toml"),
+)
+
+
+def test_enforcement_names_a_declarations_own_budget_file() -> None:
+    bench = TritonBench(hardware="nvidia-a10g", budgets=None)
+    assert bench.enforcement_text() == "no budget file: everything is measured and reported only"
+    bench.use_declared_budgets(OFFLINE, "trt")
+    bench.use_declared_budgets(OFFLINE, "onnx")
+    bench.use_declared_budgets(OFFLINE, "trt")
+    bench.hardware_source = "the GPU of ml.g5.xlarge"
+    assert bench.enforcement_text() == (
+        "hardware key 'nvidia-a10g' from the GPU of ml.g5.xlarge; contracts' own budget files: budgets.toml for "
+        "trt, onnx: relative budgets of 'nvidia-a10g' are asserted; absolute numbers are reported, not asserted "
+        "(a CPU stands in for the endpoint); no session budget file: others are reported only"
+    )
+    session = TritonBench(hardware="nvidia-a10g", budgets=BUDGETS)
+    session.use_declared_budgets(OFFLINE, "trt")
+    assert session.enforcement_text().endswith(
+        "; the session's budget file for the others: absolute and relative budgets of 'nvidia-a10g' are asserted"
+    )
