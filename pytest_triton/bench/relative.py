@@ -172,7 +172,9 @@ def evaluate_relative(
     ``paired`` holds the per-round ratios and differences (:meth:`Interleaved.paired`): when given, their
     medians are judged (drift cancels within a round); the two pooled figures are still reported. ``stable``
     says whether the per-round ratio settled (perf_analyzer's 10% rule on the ratio, not on the absolute
-    numbers); a ratio within budget that never settled is ``unstable``; one over budget fails.
+    numbers); a ratio within budget that never settled is ``unstable``; one over budget fails, except where the
+    rounds did not settle and their most favourable quartile is within budget: then the rounds disagree about
+    the verdict, and the result is ``unstable`` too (a fail needs three rounds in four over the limit).
     """
     if variant is None or baseline is None:
         missing = budget.variant if variant is None else budget.baseline
@@ -189,26 +191,52 @@ def evaluate_relative(
     ratio, added = result.ratio, result.added
     if ratio is None or added is None:
         return RelativeResult(budget, "fail", f"{budget.baseline!r} {budget.metric} is 0: no ratio", mine, theirs)
-    allowed_ratio, allowed_ms = budget.allowed_ratio(), budget.allowed_added_ms()
+    ok = _within(budget, ratio, added)
     if budget.is_rate:
-        ok = allowed_ratio is None or ratio >= allowed_ratio
+        allowed_ratio = budget.allowed_ratio()
         limit = f"≥ {allowed_ratio:.3f}×" if allowed_ratio is not None else "no limit"
         text = f"{budget.metric} {result.figures()} {'' if ok else 'not '}{limit}"
     else:
-        passes = [ratio <= allowed_ratio] if allowed_ratio is not None else []
-        passes += [added <= allowed_ms] if allowed_ms is not None else []
-        ok = any(passes) if passes else True
         limits = []
-        if allowed_ratio is not None:
-            limits.append(f"{allowed_ratio:.3f}×")
-        if allowed_ms is not None:
-            limits.append(f"+{allowed_ms:.2f} ms")
+        if budget.allowed_ratio() is not None:
+            limits.append(f"{budget.allowed_ratio():.3f}×")
+        if budget.allowed_added_ms() is not None:
+            limits.append(f"+{budget.allowed_added_ms():.2f} ms")
         text = f"{budget.metric} {result.figures()} {'within' if ok else 'over'} {' or '.join(limits) or 'no limit'}"
-    if not ok:
-        status: RelativeStatus = "fail"
+    quartile = _favourable_quartile(budget, paired) if not ok and not stable else None
+    if quartile is not None and _within(budget, *quartile):
+        status: RelativeStatus = "unstable"
+        text = (
+            f"over budget by the median of rounds, within it for at least a quarter of them ({quartile[0]:.3f}×), "
+            f"and the ratio did not settle: inconclusive; {text}"
+        )
+    elif not ok:
+        status = "fail"
     elif not stable:
         status = "unstable"
         text = f"within budget but the ratio did not settle; {text}"
     else:
         status = "pass"
     return RelativeResult(budget, status, text, mine, theirs, stable, stability, **pairs)
+
+
+def _within(budget: RelativeBudget, ratio: float, added: float) -> bool:
+    """Whether a ratio (and difference) keeps to the budget: a rate at least its ratio; a percentile within its
+    ratio or its added milliseconds, whichever allows more."""
+    allowed_ratio, allowed_ms = budget.allowed_ratio(), budget.allowed_added_ms()
+    if budget.is_rate:
+        return allowed_ratio is None or ratio >= allowed_ratio
+    passes = [ratio <= allowed_ratio] if allowed_ratio is not None else []
+    passes += [added <= allowed_ms] if allowed_ms is not None else []
+    return any(passes) if passes else True
+
+
+def _favourable_quartile(
+    budget: RelativeBudget, paired: tuple[Sequence[float], Sequence[float]] | None
+) -> tuple[float, float] | None:
+    """The per-round ratio and difference a quarter of the rounds are better than (the lower quartile for a
+    percentile, the upper one for a rate); None without at least four paired rounds."""
+    if paired is None or len(paired[0]) < 4:
+        return None
+    ratios, diffs = (statistics.quantiles(values, n=4, method="inclusive") for values in paired)
+    return (ratios[2], diffs[2]) if budget.is_rate else (ratios[0], diffs[0])

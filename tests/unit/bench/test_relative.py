@@ -176,6 +176,38 @@ def test_an_unsettled_ratio_is_unstable_within_budget_and_fails_over_it() -> Non
     assert over.status == "fail"
 
 
+@pytest.mark.parametrize(
+    ("rounds", "stable", "status"),
+    [
+        ((1.10, 1.15, 1.30, 1.35, 1.40, 1.45), False, "unstable"),  # median over, a quarter within: they disagree
+        ((1.22, 1.26, 1.30, 1.35, 1.40, 1.45), False, "fail"),  # three rounds in four over the limit
+        ((1.10, 1.15, 1.30, 1.35, 1.40, 1.45), True, "fail"),  # settled: the median decides
+        ((1.10, 1.30, 1.40), False, "fail"),  # fewer than four rounds: no quartile to go by
+    ],
+)
+def test_unsettled_rounds_over_budget_fail_only_when_most_of_them_agree(
+    rounds: tuple[float, ...], stable: bool, status: str
+) -> None:
+    budget = _budget(max_ratio=1.2)
+    diffs = [10.0 * (r - 1.0) for r in rounds]  # a 10 ms baseline, no added-ms limit
+    result = evaluate_relative(budget, stats(13.0), stats(10.0), stable=stable, paired=(list(rounds), diffs))
+    assert result.status == status, result.reason
+    if status == "unstable":
+        assert result.reason.startswith("over budget by the median of rounds, within it for at least a quarter")
+
+
+def test_a_rate_over_budget_with_disagreeing_rounds_is_unstable() -> None:
+    budget = _budget(metric="samples_per_s", min_ratio=0.9)
+    rounds = [0.80, 0.82, 0.85, 0.88, 0.95, 0.97]  # median 0.865 < 0.9; the upper quartile 0.93 is within
+    diffs = [100.0 * (r - 1.0) for r in rounds]
+    unsettled = evaluate_relative(
+        budget, stats(1, rate=86.0), stats(1, rate=100.0), stable=False, paired=(rounds, diffs)
+    )
+    assert unsettled.status == "unstable", unsettled.reason
+    settled = evaluate_relative(budget, stats(1, rate=86.0), stats(1, rate=100.0), paired=(rounds, diffs))
+    assert settled.status == "fail", settled.reason
+
+
 def test_a_variant_not_measured_side_by_side_is_not_measured() -> None:
     result = evaluate_relative(_budget(max_ratio=1.2), None, stats(10.0))
     assert result.status == "not-measured"
