@@ -6,9 +6,9 @@ settings sweep and the provider proof. Not a timed test: a script that prints an
 
 ``--models`` holds ``model.onnx``, ``model_fp16.onnx`` and ``build.json`` from ``gpu_build_mdeberta.py``.
 Phases (default: all, in this order): inprocess, served, fidelity, sweep, static, static1, threads, duty,
-fusion, proof, report (static, static1, threads and proof are in ``gpu_phases.py``, duty in ``gpu_duty.py``,
-fusion in ``gpu_fusion.py``). Every phase adds to ``WORK/state.json``, so a run can be split over several
-calls; ``report`` writes ``gpu-mdeberta.md`` and ``gpu-mdeberta.json`` under ``--out``. ``--cpu`` runs
+fusion, proof, report (fidelity, sweep, static, static1, threads and proof are in ``gpu_phases.py``, duty in
+``gpu_duty.py``, fusion in ``gpu_fusion.py``). Every phase adds to ``WORK/state.json``, so a run can be split
+over several calls; ``report`` writes ``gpu-mdeberta.md`` and ``gpu-mdeberta.json`` under ``--out``. ``--cpu`` runs
 everything on the CPU provider (to test the script with the tiny model on a machine without a GPU); its
 numbers mean nothing for a GPU.
 """
@@ -342,49 +342,6 @@ def phase_served(run: Run) -> None:
     run.state["served"] = result
 
 
-# -- fidelity: the plugin against perf_analyzer on the same server ----------------------------------------------
-
-
-def phase_fidelity(run: Run) -> None:
-    binary = fidelity.ensure_perf_analyzer(run.args.tool_dir)
-    factory, server = _serve(run, "fidelity", [("mdeberta", "fp32", {}, None)])
-    url = server.urls.http
-    rounds: list[dict[str, fidelity.Result]] = []
-    failures: list[str] = []
-    transport = TritonHttpTransport(url)
-    try:
-        input_data = run.work / "input_data.json"
-        fidelity.write_input_data(run.samples, input_data)
-        plugin = [fidelity.plugin_call(transport, r) for r in run.samples]
-        prepared = [fidelity.prepared_call(transport, r) for r in run.samples]
-        for call in plugin:
-            call()
-        window = run.args.fidelity_window_ms
-        for index in range(run.args.rounds):
-            r: dict[str, fidelity.Result] = {}
-            r["plugin"] = fidelity.measure_client("plugin", url, fidelity._cycling(plugin), window)
-            try:
-                r["perf_analyzer"] = fidelity.run_perf_analyzer(binary, url, input_data, window, run.work, 300)
-            except fidelity.ToolError as exc:  # e.g. no stable windows: the round is reported, not used
-                failures.append(f"round {index + 1}: {str(exc)[-600:]}")
-                print(f"fidelity round {index + 1}: perf_analyzer failed: {str(exc)[-300:]}")
-                continue
-            r["prepared"] = fidelity.measure_client("prepared", url, fidelity._cycling(prepared), window)
-            print(f"fidelity round {index + 1}: " + ", ".join(f"{k} p50 {v.p50_us:.0f} µs" for k, v in r.items()))
-            rounds.append(r)
-    finally:
-        transport.close()
-        factory.stop_all()
-        _cleanup(run, "fidelity")
-    run.state["fidelity"] = {
-        "window_ms": run.args.fidelity_window_ms,
-        "rounds": [{k: vars(v) for k, v in r.items()} for r in rounds],
-        "failed_rounds": failures,
-        "table": fidelity.table(rounds) if rounds else ["no round completed"],
-        "verdict": (fidelity.verdict(rounds) if rounds else []) + [f"- failed round: {f}" for f in failures],
-    }
-
-
 # -- b=8 fp16 settings sweep --------------------------------------------------------------------------------------
 
 
@@ -456,55 +413,6 @@ SWEEP: list[tuple[str, str, dict[str, Any], Callable[[Any], None] | None]] = [
 ]
 
 
-def phase_sweep(run: Run) -> None:
-    models = [(name, "fp16", kwargs, edit) for name, _, kwargs, edit in SWEEP]
-    factory, server = _serve(run, "sweep", models)
-    url = server.urls.http
-    result: dict[str, Any] = {"settings": {}}
-    request = run.batches(run.args.batch, count=1)[0]
-    timings = run.work / "none.txt"
-    try:
-        for name, what, _, _ in SWEEP:
-            try:
-                row = served_latency(run, url, name, run.args.batch, timings)
-            except Exception as exc:
-                result.setdefault("failed", {})[name] = f"{type(exc).__name__}: {str(exc)[:1500]}"
-                print(f"sweep {name} FAILED: {str(exc)[:500]}")
-                continue
-            row["concurrency"] = {
-                str(c): concurrent_throughput(url, name, request, c, run.args.sweep_seconds) for c in (1, 2, 4)
-            }
-            row["what"] = what
-            result["settings"][name] = row
-            print(
-                f"sweep {name}: b={run.args.batch} p50 {row['p50_ms']:.3f} ms, {row['samples_per_s']:.0f}/s; "
-                f"concurrency {row['concurrency']}"
-            )
-    finally:
-        factory.stop_all()
-        _cleanup(run, "sweep")
-    result["cuda_graphs"] = _try_cuda_graphs(run)
-    run.state["sweep"] = result
-
-
-def _try_cuda_graphs(run: Run) -> dict[str, Any]:
-    if run.args.cpu:
-        return {"run": False, "why": "CPU run: CUDA graphs need the CUDA provider"}
-    started = time.monotonic()
-    try:
-        factory, server = _serve(run, "cudagraph", [("fp16_cuda_graph", "fp16", {}, _cuda_graphs)])
-    except Exception as exc:  # the load error is the result
-        _cleanup(run, "cudagraph")
-        return {"run": True, "loaded": False, "seconds": time.monotonic() - started, "error": str(exc)[:1500]}
-    try:
-        row = served_latency(run, server.urls.http, "fp16_cuda_graph", run.args.batch, run.work / "none.txt")
-    except Exception as exc:
-        row = {"error": str(exc)[:1500]}
-    finally:
-        factory.stop_all()
-    return {"run": True, "loaded": True, "seconds": time.monotonic() - started, **row}
-
-
 # -- main -----------------------------------------------------------------------------------------------------
 
 
@@ -565,8 +473,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     functions = {
         "inprocess": phase_inprocess,
         "served": phase_served,
-        "fidelity": phase_fidelity,
-        "sweep": phase_sweep,
+        "fidelity": gpu_phases.phase_fidelity,
+        "sweep": gpu_phases.phase_sweep,
         "static": gpu_phases.phase_static,
         "static1": gpu_phases.phase_static1,
         "threads": gpu_phases.phase_threads,

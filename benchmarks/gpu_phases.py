@@ -1,5 +1,6 @@
-"""More phases of benchmarks/gpu_mdeberta.py: a static batch shape and CUDA graphs, ONNX Runtime's thread
-count at b=1, and the provider proof (a requested CUDA provider that cannot start is a load error)."""
+"""More phases of benchmarks/gpu_mdeberta.py: the plugin against perf_analyzer (fidelity), the b=8 fp16
+settings sweep, a static batch shape and CUDA graphs, ONNX Runtime's thread count at b=1, and the provider
+proof (a requested CUDA provider that cannot start is a load error)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import fidelity
 import gpu_mdeberta as gm
 import numpy as np
 from numpy.typing import NDArray
 
+from pytest_triton.client.transports import TritonHttpTransport
 from pytest_triton.repository import RepositoryBuilder
 from pytest_triton.repository.ort_placement import placement
 from pytest_triton.servers.base import ServeOptions
@@ -263,3 +266,98 @@ def proof_child(args: argparse.Namespace) -> int:
         factory.stop_all()
     print(PROOF_MARK + json.dumps(outcome), flush=True)
     return 0
+
+
+# -- fidelity: the plugin against perf_analyzer on the same server ----------------------------------------------
+
+
+def phase_fidelity(run: gm.Run) -> None:
+    binary = fidelity.ensure_perf_analyzer(run.args.tool_dir)
+    factory, server = gm._serve(run, "fidelity", [("mdeberta", "fp32", {}, None)])
+    url = server.urls.http
+    rounds: list[dict[str, fidelity.Result]] = []
+    failures: list[str] = []
+    transport = TritonHttpTransport(url)
+    try:
+        input_data = run.work / "input_data.json"
+        fidelity.write_input_data(run.samples, input_data)
+        plugin = [fidelity.plugin_call(transport, r) for r in run.samples]
+        prepared = [fidelity.prepared_call(transport, r) for r in run.samples]
+        for call in plugin:
+            call()
+        window = run.args.fidelity_window_ms
+        for index in range(run.args.rounds):
+            r: dict[str, fidelity.Result] = {}
+            r["plugin"] = fidelity.measure_client("plugin", url, fidelity._cycling(plugin), window)
+            try:
+                r["perf_analyzer"] = fidelity.run_perf_analyzer(binary, url, input_data, window, run.work, 300)
+            except fidelity.ToolError as exc:  # e.g. no stable windows: the round is reported, not used
+                failures.append(f"round {index + 1}: {str(exc)[-600:]}")
+                print(f"fidelity round {index + 1}: perf_analyzer failed: {str(exc)[-300:]}")
+                continue
+            r["prepared"] = fidelity.measure_client("prepared", url, fidelity._cycling(prepared), window)
+            print(f"fidelity round {index + 1}: " + ", ".join(f"{k} p50 {v.p50_us:.0f} µs" for k, v in r.items()))
+            rounds.append(r)
+    finally:
+        transport.close()
+        factory.stop_all()
+        gm._cleanup(run, "fidelity")
+    run.state["fidelity"] = {
+        "window_ms": run.args.fidelity_window_ms,
+        "rounds": [{k: vars(v) for k, v in r.items()} for r in rounds],
+        "failed_rounds": failures,
+        "table": fidelity.table(rounds) if rounds else ["no round completed"],
+        "verdict": (fidelity.verdict(rounds) if rounds else []) + [f"- failed round: {f}" for f in failures],
+    }
+
+
+# -- b=8 fp16 settings sweep ------------------------------------------------------------------------------------------
+
+
+def phase_sweep(run: gm.Run) -> None:
+    models = [(name, "fp16", kwargs, edit) for name, _, kwargs, edit in gm.SWEEP]
+    factory, server = gm._serve(run, "sweep", models)
+    url = server.urls.http
+    result: dict[str, Any] = {"settings": {}}
+    request = run.batches(run.args.batch, count=1)[0]
+    timings = run.work / "none.txt"
+    try:
+        for name, what, _, _ in gm.SWEEP:
+            try:
+                row = gm.served_latency(run, url, name, run.args.batch, timings)
+            except Exception as exc:
+                result.setdefault("failed", {})[name] = f"{type(exc).__name__}: {str(exc)[:1500]}"
+                print(f"sweep {name} FAILED: {str(exc)[:500]}")
+                continue
+            row["concurrency"] = {
+                str(c): gm.concurrent_throughput(url, name, request, c, run.args.sweep_seconds) for c in (1, 2, 4)
+            }
+            row["what"] = what
+            result["settings"][name] = row
+            print(
+                f"sweep {name}: b={run.args.batch} p50 {row['p50_ms']:.3f} ms, {row['samples_per_s']:.0f}/s; "
+                f"concurrency {row['concurrency']}"
+            )
+    finally:
+        factory.stop_all()
+        gm._cleanup(run, "sweep")
+    result["cuda_graphs"] = _try_cuda_graphs(run)
+    run.state["sweep"] = result
+
+
+def _try_cuda_graphs(run: gm.Run) -> dict[str, Any]:
+    if run.args.cpu:
+        return {"run": False, "why": "CPU run: CUDA graphs need the CUDA provider"}
+    started = time.monotonic()
+    try:
+        factory, server = gm._serve(run, "cudagraph", [("fp16_cuda_graph", "fp16", {}, gm._cuda_graphs)])
+    except Exception as exc:  # the load error is the result
+        gm._cleanup(run, "cudagraph")
+        return {"run": True, "loaded": False, "seconds": time.monotonic() - started, "error": str(exc)[:1500]}
+    try:
+        row = gm.served_latency(run, server.urls.http, "fp16_cuda_graph", run.args.batch, run.work / "none.txt")
+    except Exception as exc:
+        row = {"error": str(exc)[:1500]}
+    finally:
+        factory.stop_all()
+    return {"run": True, "loaded": True, "seconds": time.monotonic() - started, **row}
