@@ -130,7 +130,8 @@ def read_splits(
         SplitRead(
             window,
             reads.get(index),
-            index not in pending,
+            # a window whose last read failed is not complete, whatever an earlier read found
+            index in reads and index not in errors and window.complete(reads[index]),
             (ended - window.end).total_seconds(),
             wait_s,
             interrupted=interrupted and index in pending,

@@ -247,11 +247,8 @@ class TritonContainer:
 
     def stop(self, stop_timeout: float = 10.0) -> None:
         """Remove the container, its ports and the work folder (the log stays readable); again: nothing."""
-        if self._container is not None and self._final_state is None:
-            with contextlib.suppress(Exception):
-                status, code, oom = self._state()
-                if status in ("exited", "dead"):
-                    self._final_state = (code, oom)
+        with contextlib.suppress(Exception):  # how it ended, if it did, before we remove it
+            self.ended()
         self.stopped = True
         self.remove(stop_timeout)
         if self.log is not None:

@@ -217,7 +217,7 @@ class SageMakerLocalLauncher(StartedInWith):
 
     @property
     def has_gpu(self) -> bool:
-        return self.gpu and gpu_visible() if self.container is None else self.container.gpu
+        return self.container.gpu if self.container is not None else self.gpu and gpu_visible()
 
     @property
     def model_dir(self) -> Path:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import botocore.config
 import numpy as np
 import pytest
 
@@ -26,6 +27,7 @@ from .repos import add_repository
 pytestmark = pytest.mark.xdist_group("embedded-triton")
 
 A = np.arange(4, dtype=np.float32).reshape(1, 4)
+_NO_RETRY = botocore.config.Config(retries={"total_max_attempts": 1}, connect_timeout=2)
 
 
 def _window(endpoint: str, requests: int, *, seconds: float = 20.0) -> SplitWindow:
@@ -181,3 +183,16 @@ def test_ctrl_c_stops_the_wait_and_reports_what_is_known(offline_aws: OfflineAws
     assert "server-side split ModelLatency 0.80 ms over 1 requests" in reads[0].describe()
     assert " when Ctrl-C stopped the wait, " in reads[1].describe()
     assert "aws cloudwatch get-metric-statistics " in reads[1].describe()
+
+
+def test_a_read_that_fails_after_a_partial_one_is_not_complete(offline_aws: OfflineAws) -> None:
+    cloudwatch = boto3.client("cloudwatch")
+    window = _window("flaky-ep", 4)
+    _publish(cloudwatch, window, 2)  # half of the window's requests
+    # a real client of a port where nothing listens: the second poll cannot reach CloudWatch
+    dead = boto3.client("cloudwatch", endpoint_url="http://127.0.0.1:9", config=_NO_RETRY)
+    clients = iter([cloudwatch, dead])
+    (read,) = read_splits([window], wait_s=30, poll_s=0.1, cloudwatch=lambda region: next(clients))
+    assert not read.complete
+    assert read.error.startswith("EndpointConnectionError"), read.error
+    assert "CloudWatch could not be read: EndpointConnectionError" in read.describe()
