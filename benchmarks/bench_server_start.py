@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
+from pytest_triton.client.rest import TritonRest
 from pytest_triton.servers.binary import find_tritonserver
-from pytest_triton.servers.local import LocalLauncher
+from pytest_triton.servers.local.launcher import LocalLauncher
 from pytest_triton.servers.ports import reserve_ports
-from pytest_triton.servers.rest import TritonRest
 
 MODEL = """
 import triton_python_backend_utils as pb_utils

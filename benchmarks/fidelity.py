@@ -63,10 +63,10 @@ from pytest_triton.bench.server_stats import fetch_statistics
 from pytest_triton.bench.server_stats import stats_delta
 from pytest_triton.client.nli import NliTokenizer
 from pytest_triton.client.nli import load_samples
+from pytest_triton.client.rest import TritonRest
 from pytest_triton.client.transports import TritonHttpTransport
 from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.factory import ServerFactory
-from pytest_triton.servers.rest import TritonRest
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOL_DIR = ROOT / ".tools" / "perf_analyzer"

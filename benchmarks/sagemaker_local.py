@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from pytest_triton.repository.sagemaker import package_model_tar
-from pytest_triton.servers.local import LocalLauncher
-from pytest_triton.servers.sagemaker_local import SageMakerLocalLauncher
+from pytest_triton.servers.local.launcher import LocalLauncher
+from pytest_triton.servers.sagemaker.local import SageMakerLocalLauncher
 
 ROOT = Path(__file__).resolve().parents[1]
 A = np.arange(8, dtype=np.float32).reshape(2, 4)

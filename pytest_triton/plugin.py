@@ -216,7 +216,7 @@ def _check_cloud_options(config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
-    from pytest_triton.servers.docker_owners import run_id
+    from pytest_triton.servers.docker.owners import run_id
 
     run_id()  # set before xdist starts its workers, so that they share it (standard library only)
     if config.getoption("gpu"):
@@ -252,7 +252,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         return
     launcher = config.getoption("triton_launcher") or config.getini("triton_launcher")
     if launcher == "docker":  # containers of this run that outlived their owner and its reaper
-        from pytest_triton.servers.docker_owners import end_of_run
+        from pytest_triton.servers.docker.owners import end_of_run
 
         end_of_run()
 

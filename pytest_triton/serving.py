@@ -55,7 +55,7 @@ def session_hardware(config: pytest.Config) -> tuple[str | None, str]:
     named = config.getoption("triton_hardware")
     if named or not config.getoption("cloud"):
         return named, ""
-    from pytest_triton.servers.sagemaker import endpoint_hardware
+    from pytest_triton.servers.sagemaker.endpoint import endpoint_hardware
 
     settings = {key: config.getoption(option) for option, key in _SETTINGS.items()}
     return endpoint_hardware(ServeOptions(settings=settings))

@@ -27,8 +27,8 @@ from typing import Any
 from typing import Literal
 from typing import final
 
-from pytest_triton.servers.rest import TritonRest
-from pytest_triton.servers.rest import fetch_text
+from pytest_triton.client.rest import TritonRest
+from pytest_triton.client.rest import fetch_text
 
 __all__ = [
     "ModelCounters",

@@ -15,21 +15,21 @@ from typing import Protocol
 
 from numpy.typing import NDArray
 
+from pytest_triton.client.http11 import KeepAliveHttp
 from pytest_triton.client.kserve import HEADER_LENGTH
 from pytest_triton.client.kserve import decode_response
 from pytest_triton.client.kserve import encode_request
 from pytest_triton.client.kserve import kserve_dtype
+from pytest_triton.client.rest import TritonRest
+from pytest_triton.client.rest import model_path
 from pytest_triton.client.sagemaker_body import decode_invocation
 from pytest_triton.client.sagemaker_body import encode_invocation
 from pytest_triton.errors import InferenceError
 from pytest_triton.errors import ServerError
-from pytest_triton.servers.http11 import KeepAliveHttp
-from pytest_triton.servers.rest import TritonRest
-from pytest_triton.servers.rest import model_path
 
 if TYPE_CHECKING:
-    from pytest_triton.servers.base import InferenceEndpoint
-    from pytest_triton.servers.base import ServerUrls
+    from pytest_triton.client.urls import InferenceEndpoint
+    from pytest_triton.client.urls import ServerUrls
 
 
 @dataclass(frozen=True)

@@ -5,14 +5,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import Protocol
 from typing import final
 
 from pytest_triton.errors import MissingDependency
 
 if TYPE_CHECKING:
     from pytest_triton.client.transports import Transport
-    from pytest_triton.servers.base import InferenceEndpoint
-    from pytest_triton.servers.base import TritonLauncher
+    from pytest_triton.client.urls import InferenceEndpoint
+    from pytest_triton.client.urls import ServerUrls
+
+
+class TritonServerLike(Protocol):
+    """What the clients need of a running server (every launcher offers it): its URLs, a liveness check, transports."""
+
+    @property
+    def urls(self) -> ServerUrls: ...
+
+    def check_alive(self) -> None: ...
+
+    def transport(self, protocol: InferenceEndpoint = "http") -> Transport: ...
 
 
 @final
@@ -23,19 +35,19 @@ class TritonClients:
     works with a server the test starts itself through ``triton_server_factory``.
     """
 
-    def __init__(self, find_server: Callable[[], TritonLauncher]) -> None:
+    def __init__(self, find_server: Callable[[], TritonServerLike]) -> None:
         self._find_server = find_server
-        self._server: TritonLauncher | None = None
+        self._server: TritonServerLike | None = None
         self._http: Any = None
         self._grpc: Any = None
 
     @classmethod
-    def connect(cls, server: TritonLauncher) -> TritonClients:
+    def connect(cls, server: TritonServerLike) -> TritonClients:
         """Clients for ``server``."""
         return cls(lambda: server)
 
     @property
-    def server(self) -> TritonLauncher:
+    def server(self) -> TritonServerLike:
         """The server these clients talk to (a crashed one raises, saying how it ended)."""
         if self._server is None:
             self._server = self._find_server()

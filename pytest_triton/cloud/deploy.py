@@ -27,13 +27,13 @@ from pytest_triton.cloud.resources import Ledger
 from pytest_triton.cloud.resources import new_run_id
 from pytest_triton.cloud.resources import resource_name
 from pytest_triton.cloud.resources import run_tags
+from pytest_triton.cloud.serve_script import RepositoryLayout
+from pytest_triton.cloud.serve_script import serve_plan
+from pytest_triton.cloud.serve_script import unknown_variables
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import DeploymentError
 from pytest_triton.errors import LintFailed
-from pytest_triton.repository.sagemaker import DEFAULT_MODEL_ENV
-from pytest_triton.servers.sagemaker_serve import RepositoryLayout
-from pytest_triton.servers.sagemaker_serve import serve_plan
-from pytest_triton.servers.sagemaker_serve import unknown_variables
+from pytest_triton.model_archive import DEFAULT_MODEL_ENV
 
 DEFAULT_INSTANCE_TYPE = "ml.g5.xlarge"
 DEFAULT_STARTUP_HEALTH_TIMEOUT = 900  # s; TensorRT builds its engines at load. AWS allows 60..3600
@@ -116,8 +116,8 @@ class Deployment:
 
     def package(self) -> Path:
         """Package, lint and check the archive as the serve script would; nothing is created in AWS."""
+        from pytest_triton.model_archive import sidecar_env
         from pytest_triton.repository.sagemaker import package_model_tar
-        from pytest_triton.repository.sagemaker import sidecar_env
 
         if self.archive is not None:
             return self.archive
@@ -127,7 +127,7 @@ class Deployment:
         env = dict(self.options.env)
         sidecar = root / ".env"
         if sidecar.is_file():
-            from pytest_triton.repository.sagemaker import read_env_file
+            from pytest_triton.model_archive import read_env_file
 
             env = {**read_env_file(sidecar), **env}
         layout = RepositoryLayout.of(root)

@@ -16,12 +16,12 @@ from typing import Any
 
 from pytest_triton.cloud.aws import AwsClients
 from pytest_triton.cloud.resources import split_s3_uri
+from pytest_triton.cloud.serve_script import RepositoryLayout
+from pytest_triton.cloud.serve_script import serve_plan
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import DeploymentError
-from pytest_triton.repository.sagemaker import DEFAULT_MODEL_ENV
-from pytest_triton.servers.sagemaker_local import unpack_model_archive
-from pytest_triton.servers.sagemaker_serve import RepositoryLayout
-from pytest_triton.servers.sagemaker_serve import serve_plan
+from pytest_triton.model_archive import DEFAULT_MODEL_ENV
+from pytest_triton.model_archive import unpack_model_archive
 
 READ_ONLY_PREFIXES = ("Describe", "Get", "List", "Head", "FilterLogEvents", "InvokeEndpoint")
 

@@ -13,26 +13,9 @@ import tarfile
 from pathlib import Path
 
 from pytest_triton.errors import ConfigError
+from pytest_triton.model_archive import DEFAULT_MODEL_ENV
+from pytest_triton.model_archive import sidecar_env
 from pytest_triton.repository.layout import model_folders
-
-DEFAULT_MODEL_ENV = "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"
-
-
-def sidecar_env(archive: Path) -> Path:
-    """Where the container environment of a model.tar.gz is recorded: ``<archive>.env``."""
-    return archive.with_name(archive.name + ".env")
-
-
-def read_env_file(path: Path) -> dict[str, str]:
-    """KEY=VALUE lines (``#`` comments, optional quotes, ``export``), as written beside a model.tar.gz."""
-    values: dict[str, str] = {}
-    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.partition("=")
-        values[key.strip().removeprefix("export ").strip()] = value.strip().strip("'\"")
-    return values
 
 
 def _reset(info: tarfile.TarInfo) -> tarfile.TarInfo:

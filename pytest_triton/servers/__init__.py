@@ -6,16 +6,16 @@ light modules; a launcher's heavy dependencies are imported when it is chosen.
 
 from __future__ import annotations
 
+from pytest_triton.client.urls import ServerUrls
 from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
-from pytest_triton.servers.base import ServerUrls
 from pytest_triton.servers.base import TritonLauncher
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import find_tritonserver
 from pytest_triton.servers.control import ModelControl
 from pytest_triton.servers.factory import ServerFactory
-from pytest_triton.servers.local import LocalLauncher
+from pytest_triton.servers.local.launcher import LocalLauncher
 from pytest_triton.servers.ports import PortReservation
 from pytest_triton.servers.ports import free_port
 from pytest_triton.servers.ports import reserve_ports

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from collections.abc import Sequence
 from typing import final
 
+from pytest_triton.client.rest import IndexEntry
+from pytest_triton.client.rest import TritonRest
 from pytest_triton.errors import ModelLoadError
-from pytest_triton.servers.rest import IndexEntry
-from pytest_triton.servers.rest import TritonRest
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import wait_models_ready
 from pytest_triton.servers.wait import wait_models_unloaded

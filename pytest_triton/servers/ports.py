@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 from typing import final
 
-from pytest_triton.servers.base import LOCALHOST
+from pytest_triton.client.urls import LOCALHOST
 
 if TYPE_CHECKING:
     from typing import Self

@@ -25,11 +25,11 @@ ENTRY_POINT_GROUP = "pytest_triton.launchers"
 DEFAULT_LAUNCHER = "local"
 
 _BUILTIN: dict[str, str] = {
-    "local": "pytest_triton.servers.local:LocalLauncher",
+    "local": "pytest_triton.servers.local.launcher:LocalLauncher",
     "url": "pytest_triton.servers.url:UrlLauncher",
-    "docker": "pytest_triton.servers.docker:DockerLauncher",
-    "sagemaker": "pytest_triton.servers.sagemaker:SageMakerLauncher",
-    "sagemaker-local": "pytest_triton.servers.sagemaker_local:SageMakerLocalLauncher",
+    "docker": "pytest_triton.servers.docker.launcher:DockerLauncher",
+    "sagemaker": "pytest_triton.servers.sagemaker.endpoint:SageMakerLauncher",
+    "sagemaker-local": "pytest_triton.servers.sagemaker.local:SageMakerLocalLauncher",
 }
 _registered: dict[str, type[Any]] = {}
 

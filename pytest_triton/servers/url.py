@@ -9,19 +9,19 @@ from typing import TYPE_CHECKING
 from typing import ClassVar
 from typing import final
 
+from pytest_triton.client.rest import TritonRest
+from pytest_triton.client.rest import fetch_text
+from pytest_triton.client.urls import InferenceEndpoint
+from pytest_triton.client.urls import ServerUrls
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
 from pytest_triton.repository.layout import model_folders
 from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
-from pytest_triton.servers.base import InferenceEndpoint
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
-from pytest_triton.servers.base import ServerUrls
 from pytest_triton.servers.base import StartedInWith
 from pytest_triton.servers.control import ModelControl
-from pytest_triton.servers.rest import TritonRest
-from pytest_triton.servers.rest import fetch_text
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_triton.client.rest import TritonRest
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.errors import ServerTimeout
-from pytest_triton.servers.rest import TritonRest
 
 ProgressCallback = Callable[[str], None]
 

@@ -27,7 +27,7 @@ from pytest_triton.client.nli import NliSample
 from pytest_triton.client.nli import NliTokenizer
 from pytest_triton.client.nli import load_samples
 from pytest_triton.client.reference import OnnxReference
-from pytest_triton.servers.base import InferenceEndpoint
+from pytest_triton.client.urls import InferenceEndpoint
 from pytest_triton.servers.base import TritonLauncher
 from pytest_triton.serving import TritonServerFactory
 

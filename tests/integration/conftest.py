@@ -36,7 +36,7 @@ def docker_client() -> Iterator[Any]:
     except ImportError:
         _unavailable("docker-py is not installed: pip install 'pytest-triton[docker]'")
     from pytest_triton.errors import ServerStartError
-    from pytest_triton.servers.docker_engine import connect
+    from pytest_triton.servers.docker.engine import connect
 
     try:
         client = connect(timeout=30)
@@ -62,7 +62,7 @@ def standin_image(docker_client: Any) -> str:
         if done.returncode != 0:
             _unavailable(f"{BUILD_SCRIPT} --print-tag failed: {done.stderr.strip()}")
         tag = done.stdout.strip()
-    from pytest_triton.servers.docker_engine import image_present
+    from pytest_triton.servers.docker.engine import image_present
 
     if not image_present(docker_client, tag):
         _unavailable(f"the stand-in image {tag} is not built: run {BUILD_SCRIPT.relative_to(ROOT)}")
@@ -72,7 +72,7 @@ def standin_image(docker_client: Any) -> str:
 @pytest.fixture
 def no_leftovers(docker_client: Any) -> Iterator[None]:
     """Fail a test that leaves a container of this process behind."""
-    from pytest_triton.servers.docker_owners import OWNER_PID
+    from pytest_triton.servers.docker.owners import OWNER_PID
 
     label = f"{OWNER_PID}={os.getpid()}"
     before = {c["Id"] for c in docker_client.api.containers(all=True, filters={"label": label})}

@@ -7,7 +7,7 @@ import pytest
 CHECKS_OPTIONS = """
 from pathlib import Path
 
-from pytest_triton.servers.docker import DockerLauncher
+from pytest_triton.servers.docker.launcher import DockerLauncher
 
 
 def test_options(triton_server_factory, tmp_path):

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.xdist_group("embedded-triton")
 
 # a launcher package of someone else's: it wraps the local launcher and counts what it was asked to do
 TOY_LAUNCHER = """
-from pytest_triton.servers.local import LocalLauncher
+from pytest_triton.servers.local.launcher import LocalLauncher
 
 CALLS = []
 

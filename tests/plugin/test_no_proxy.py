@@ -22,7 +22,7 @@ import numpy as np
 
 from pytest_triton.bench.server_stats import StatsWindow
 from pytest_triton.bench.server_stats import fetch_metrics
-from pytest_triton.servers.rest import TritonRest
+from pytest_triton.client.rest import TritonRest
 
 
 def test_every_call_bypasses_the_proxy(triton_server_factory, triton_client):

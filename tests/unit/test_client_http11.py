@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from pytest_triton.client.http11 import KeepAliveHttp
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import InferenceError
-from pytest_triton.servers.http11 import KeepAliveHttp
 
 Handler = Callable[[bytes], bytes | None]  # request bytes -> reply bytes (None: close without replying)
 

@@ -5,7 +5,7 @@ import pytest
 from pytest_triton.cloud.instances import budget_key
 from pytest_triton.cloud.instances import instance_has_gpu
 from pytest_triton.servers.base import ServeOptions
-from pytest_triton.servers.sagemaker import endpoint_hardware
+from pytest_triton.servers.sagemaker.endpoint import endpoint_hardware
 
 
 @pytest.mark.parametrize(

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from pytest_triton.client.urls import ServerUrls
 from pytest_triton.contracts.serving import ContractServers
 from pytest_triton.contracts.serving import inference_protocol
 from pytest_triton.contracts.spec import Variant
 from pytest_triton.errors import VariantUnavailable
 from pytest_triton.repository.onnx_adapter import tensorrt_unavailable_reason
-from pytest_triton.servers.base import ServerUrls
 
 ENDPOINT = ServerUrls(sagemaker="https://runtime.sagemaker.us-east-1.amazonaws.com/endpoints/ep")
 LOCAL = ServerUrls.local(8000, 8001, 8002)

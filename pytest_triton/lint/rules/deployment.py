@@ -6,9 +6,9 @@ from pathlib import Path
 
 from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.context import RepositoryContext
-from pytest_triton.repository.sagemaker import DEFAULT_MODEL_ENV
-from pytest_triton.repository.sagemaker import read_env_file
-from pytest_triton.repository.sagemaker import sidecar_env
+from pytest_triton.model_archive import DEFAULT_MODEL_ENV
+from pytest_triton.model_archive import read_env_file
+from pytest_triton.model_archive import sidecar_env
 
 
 def check_sagemaker_default_model(repo: RepositoryContext) -> None:

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from pytest_triton.servers.docker_owners import OWNER_HOST
-from pytest_triton.servers.docker_owners import OWNER_PID
-from pytest_triton.servers.docker_owners import OWNER_START
-from pytest_triton.servers.docker_owners import RUN_ID
-from pytest_triton.servers.docker_owners import owner_labels
-from pytest_triton.servers.docker_owners import sweep_dead_owner_containers
+from pytest_triton.servers.docker.owners import OWNER_HOST
+from pytest_triton.servers.docker.owners import OWNER_PID
+from pytest_triton.servers.docker.owners import OWNER_START
+from pytest_triton.servers.docker.owners import RUN_ID
+from pytest_triton.servers.docker.owners import owner_labels
+from pytest_triton.servers.docker.owners import sweep_dead_owner_containers
 
 pytestmark = pytest.mark.xdist_group("docker")
 
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[3]
 OWNER_SCRIPT = """
 import sys, time
 from pathlib import Path
-from pytest_triton.servers.docker import DockerLauncher
+from pytest_triton.servers.docker.launcher import DockerLauncher
 sys.path.insert(0, {root!r})
 from tests.integration.local.local_triton_helpers import add_model
 repo = Path({repo!r})
@@ -117,7 +117,7 @@ XDIST_TESTS = """
 import os, time
 from pathlib import Path
 import pytest
-from pytest_triton.servers.docker import DockerLauncher
+from pytest_triton.servers.docker.launcher import DockerLauncher
 from tests.integration.local.local_triton_helpers import add_model
 
 @pytest.mark.parametrize("n", [0, 1])

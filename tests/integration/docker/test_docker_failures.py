@@ -10,7 +10,7 @@ import pytest
 
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
-from pytest_triton.servers.docker import DockerLauncher
+from pytest_triton.servers.docker.launcher import DockerLauncher
 from pytest_triton.servers.ports import free_port
 
 from ..local.local_triton_helpers import add_model

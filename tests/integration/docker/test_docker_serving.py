@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pytest_triton.errors import ModelLoadError
-from pytest_triton.servers.docker import DockerLauncher
+from pytest_triton.servers.docker.launcher import DockerLauncher
 
 from ..local.local_triton_helpers import RAISING_MODEL
 from ..local.local_triton_helpers import add_model
@@ -132,7 +132,7 @@ def test_model_that_fails_to_load_reports_tritons_reason(standin_image: str, tmp
 
 
 def test_sagemaker_frontend_in_the_container(standin_image: str, tmp_path: Path) -> None:
-    from pytest_triton.servers.rest import fetch_text
+    from pytest_triton.client.rest import fetch_text
 
     add_model(tmp_path)
     with DockerLauncher(tmp_path, image=standin_image, pull="never", sagemaker=True, startup_timeout=120) as launcher:

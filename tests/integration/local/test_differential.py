@@ -46,13 +46,13 @@ if not sys.platform.startswith("linux") or importlib.util.find_spec("pytriton") 
         allow_module_level=True,
     )
 
+from pytest_triton.client.rest import TritonRest
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.errors import ServerError
 from pytest_triton.lint import Finding
 from pytest_triton.lint import lint_path
 from pytest_triton.servers import LocalLauncher
 from pytest_triton.servers.logs import model_failure_reason
-from pytest_triton.servers.rest import TritonRest
 from pytest_triton.servers.wait import wait_models_unloaded
 
 from .differential_cases import MUTATIONS

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pytest_triton.client.rest import TritonRest
+from pytest_triton.client.rest import fetch_text
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.servers import LocalLauncher
 from pytest_triton.servers import TritonLauncher
-from pytest_triton.servers.rest import TritonRest
-from pytest_triton.servers.rest import fetch_text
 
 from .local_triton_helpers import add_model
 from .local_triton_helpers import echo_model

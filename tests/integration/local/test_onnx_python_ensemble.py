@@ -14,10 +14,10 @@ import pytest
 pytest.importorskip("pytriton", reason="the embedded tritonserver comes from nvidia-pytriton (pip install '.[serve]')")
 ort = pytest.importorskip("onnxruntime", reason="the ONNX adapter and the reference need onnxruntime")
 
+from pytest_triton.client.rest import fetch_text  # noqa: E402
 from pytest_triton.repository import EnsembleStep  # noqa: E402
 from pytest_triton.repository import RepositoryBuilder  # noqa: E402
 from pytest_triton.repository import TensorSpec  # noqa: E402
-from pytest_triton.servers.rest import fetch_text  # noqa: E402
 from pytest_triton.serving import TritonServerFactory  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("embedded-triton")

@@ -20,10 +20,10 @@ from pytest_triton.client.reference import OnnxReference
 from pytest_triton.client.transports import InputSpec
 from pytest_triton.client.transports import SageMakerTransport
 from pytest_triton.client.transports import TritonHttpTransport
+from pytest_triton.model_archive import DEFAULT_MODEL_ENV
+from pytest_triton.model_archive import read_env_file
+from pytest_triton.model_archive import sidecar_env
 from pytest_triton.parity import assert_parity
-from pytest_triton.repository.sagemaker import DEFAULT_MODEL_ENV
-from pytest_triton.repository.sagemaker import read_env_file
-from pytest_triton.repository.sagemaker import sidecar_env
 from pytest_triton.serving import TritonServerFactory
 
 pytestmark = pytest.mark.xdist_group("embedded-triton")

@@ -45,8 +45,8 @@ from moto.sagemaker.exceptions import ValidationError
 from moto.sagemaker.models import FakeEndpointConfig
 from moto.sagemaker.models import SageMakerModelBackend
 
-from pytest_triton.servers.docker_container import TritonContainer
-from pytest_triton.servers.sagemaker_local import SageMakerLocalLauncher
+from pytest_triton.servers.docker.container import TritonContainer
+from pytest_triton.servers.sagemaker.local import SageMakerLocalLauncher
 
 ACCOUNT = "123456789012"  # moto's default account
 PING_FAILED = (

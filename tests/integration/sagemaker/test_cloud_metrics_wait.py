@@ -18,7 +18,7 @@ import pytest
 from pytest_triton.cloud.metrics import SplitWindow
 from pytest_triton.cloud.metrics_wait import read_splits
 from pytest_triton.servers.base import ServeOptions
-from pytest_triton.servers.sagemaker import SageMakerLauncher
+from pytest_triton.servers.sagemaker.endpoint import SageMakerLauncher
 
 from .conftest import REGION
 from .conftest import OfflineAws

@@ -25,7 +25,7 @@ from pytest_triton.errors import InferenceError
 from pytest_triton.errors import LintFailed
 from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.registry import launcher_class
-from pytest_triton.servers.sagemaker import SageMakerLauncher
+from pytest_triton.servers.sagemaker.endpoint import SageMakerLauncher
 
 from .aws_state import NOTHING
 from .aws_state import left_in_aws

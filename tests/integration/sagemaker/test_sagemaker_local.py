@@ -10,14 +10,14 @@ import pytest
 
 pytest.importorskip("pytriton", reason="the embedded tritonserver comes from nvidia-pytriton (pip install '.[serve]')")
 
+from pytest_triton.client.rest import fetch_text
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import InferenceError
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.errors import ServerError
 from pytest_triton.repository.sagemaker import package_model_tar
 from pytest_triton.servers.base import ServeOptions
-from pytest_triton.servers.rest import fetch_text
-from pytest_triton.servers.sagemaker_local import SageMakerLocalLauncher
+from pytest_triton.servers.sagemaker.local import SageMakerLocalLauncher
 
 from .repos import FAILING_INIT
 from .repos import REFUSES_NEGATIVE

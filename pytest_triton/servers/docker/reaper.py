@@ -1,7 +1,7 @@
 """A reaper process per test process: it removes that process's containers the moment it dies.
 
 A process cannot clean up after SIGKILL, and a container is not its child: the kernel does not stop it.
-So the first docker launcher of a process starts ``python -m pytest_triton.servers.docker_reaper``, in
+So the first docker launcher of a process starts ``python -m pytest_triton.servers.docker.reaper``, in
 its own session (Ctrl-C and a killed process group do not reach it), and tells it on its stdin pipe
 which containers to watch (``watch ID``) and which are gone (``forget ID``). When the pipe ends (the
 owner exited, normally or by SIGKILL) the reaper force-removes what it still watches, then exits. It
@@ -30,7 +30,7 @@ class Reaper:
 
     def __init__(self) -> None:
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "pytest_triton.servers.docker_reaper"],
+            [sys.executable, "-m", "pytest_triton.servers.docker.reaper"],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

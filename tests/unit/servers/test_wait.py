@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_triton.client.rest import IndexEntry
 from pytest_triton.errors import ServerTimeout
-from pytest_triton.servers.rest import IndexEntry
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import unloaded_poll
 from pytest_triton.servers.wait import wait_models_unloaded

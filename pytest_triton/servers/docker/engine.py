@@ -25,7 +25,7 @@ from typing import Any
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import MissingDependency
 from pytest_triton.errors import ServerStartError
-from pytest_triton.servers.docker_image import CONTAINER_REPOSITORY
+from pytest_triton.servers.docker.image import CONTAINER_REPOSITORY
 from pytest_triton.servers.wait import ProgressCallback
 
 DOCKER_EXTRA = "docker"

@@ -9,7 +9,7 @@ import pytest
 
 from pytest_triton.errors import ConfigError
 from pytest_triton.servers.factory import ServerFactory
-from pytest_triton.servers.local import LocalLauncher
+from pytest_triton.servers.local.launcher import LocalLauncher
 from pytest_triton.servers.registry import ENTRY_POINT_GROUP
 from pytest_triton.servers.registry import launcher_class
 from pytest_triton.servers.registry import launcher_names

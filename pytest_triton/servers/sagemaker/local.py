@@ -2,7 +2,7 @@
 
 It takes a model.tar.gz (what ``--cloud`` uploads) or a repository folder, unpacks it into its own work
 folder (the stand-in for ``/opt/ml/model``), derives the command line with
-:func:`~pytest_triton.servers.sagemaker_serve.serve_plan` from the container environment (the archive's
+:func:`~pytest_triton.cloud.serve_script.serve_plan` from the container environment (the archive's
 ``.env`` sidecar, then the given ``env``) and runs the ``tritonserver`` binary with only the SageMaker
 frontend: no HTTP, so no model control; gRPC and metrics only where the variables turn them on. It is ready
 when ``/ping`` answers 200, as SageMaker's health check requires.
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tarfile
 from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,36 +32,37 @@ from typing import Any
 from typing import ClassVar
 from typing import final
 
+from pytest_triton.client.rest import fetch_text
+from pytest_triton.client.urls import LOCALHOST
+from pytest_triton.client.urls import InferenceEndpoint
+from pytest_triton.client.urls import ServerUrls
+from pytest_triton.cloud.serve_script import SINGLE_MODEL_REPOSITORY
+from pytest_triton.cloud.serve_script import RepositoryLayout
+from pytest_triton.cloud.serve_script import ServePlan
+from pytest_triton.cloud.serve_script import serve_plan
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
 from pytest_triton.hardware import gpu_visible
-from pytest_triton.repository.sagemaker import read_env_file
-from pytest_triton.repository.sagemaker import sidecar_env
+from pytest_triton.model_archive import read_env_file
+from pytest_triton.model_archive import sidecar_env
+from pytest_triton.model_archive import unpack_model_archive
 from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
-from pytest_triton.servers.base import LOCALHOST
-from pytest_triton.servers.base import InferenceEndpoint
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
-from pytest_triton.servers.base import ServerUrls
 from pytest_triton.servers.base import StartedInWith
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import resolve_binary
-from pytest_triton.servers.docker_container import TritonContainer
-from pytest_triton.servers.docker_container import container_settings
-from pytest_triton.servers.docker_engine import exit_words
-from pytest_triton.servers.docker_image import adapt_for_image
+from pytest_triton.servers.docker.container import TritonContainer
+from pytest_triton.servers.docker.container import container_settings
+from pytest_triton.servers.docker.engine import exit_words
+from pytest_triton.servers.docker.image import adapt_for_image
+from pytest_triton.servers.local.triton_process import TritonProcess
 from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.logs import server_error
 from pytest_triton.servers.ports import reserve_ports
 from pytest_triton.servers.process import describe_exit
-from pytest_triton.servers.rest import fetch_text
-from pytest_triton.servers.sagemaker_serve import SINGLE_MODEL_REPOSITORY
-from pytest_triton.servers.sagemaker_serve import RepositoryLayout
-from pytest_triton.servers.sagemaker_serve import ServePlan
-from pytest_triton.servers.sagemaker_serve import serve_plan
-from pytest_triton.servers.triton_process import TritonProcess
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress
@@ -80,19 +80,6 @@ MODEL_MOUNT = SINGLE_MODEL_REPOSITORY.rstrip("/")  # where SageMaker puts the un
 def is_archive(path: Path) -> bool:
     """Whether ``path`` names a model archive (``.tar.gz``, ``.tgz``, ``.tar``) rather than a folder."""
     return path.name.endswith((".tar.gz", ".tgz", ".tar"))
-
-
-def unpack_model_archive(archive: Path, dest: Path) -> Path:
-    """Unpack a model.tar.gz into ``dest`` as SageMaker does into /opt/ml/model (links and escapes refused)."""
-    dest.mkdir(parents=True, exist_ok=True)
-    try:
-        with tarfile.open(archive) as tar:
-            tar.extractall(dest, filter="data")
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise ConfigError(
-            f"cannot unpack {str(archive)!r}: {exc}; check it with `tar -tzf {archive}`", path=str(archive)
-        ) from exc
-    return dest
 
 
 def _sagemaker_port_of(plan: ServePlan) -> int:

@@ -25,12 +25,12 @@ from typing import Any
 from typing import ClassVar
 from typing import final
 
+from pytest_triton.client.urls import InferenceEndpoint
+from pytest_triton.client.urls import ServerUrls
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ServerError
-from pytest_triton.servers.base import InferenceEndpoint
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
-from pytest_triton.servers.base import ServerUrls
 from pytest_triton.servers.base import StartedInWith
 from pytest_triton.servers.process import make_owned_workdir
 from pytest_triton.servers.wait import ProgressCallback

@@ -10,17 +10,17 @@ from typing import Any
 import pytest
 
 from pytest_triton.errors import ConfigError
-from pytest_triton.servers import docker_owners
-from pytest_triton.servers.docker import DockerLauncher
-from pytest_triton.servers.docker_engine import PullProgress
-from pytest_triton.servers.docker_engine import default_ulimits
-from pytest_triton.servers.docker_engine import parse_ulimits
-from pytest_triton.servers.docker_engine import pull_failure
-from pytest_triton.servers.docker_engine import registry_of
-from pytest_triton.servers.docker_engine import split_reference
-from pytest_triton.servers.docker_engine import start_failure
-from pytest_triton.servers.docker_engine import stream_error
-from pytest_triton.servers.docker_reaper import serve
+from pytest_triton.servers.docker import owners as docker_owners
+from pytest_triton.servers.docker.engine import PullProgress
+from pytest_triton.servers.docker.engine import default_ulimits
+from pytest_triton.servers.docker.engine import parse_ulimits
+from pytest_triton.servers.docker.engine import pull_failure
+from pytest_triton.servers.docker.engine import registry_of
+from pytest_triton.servers.docker.engine import split_reference
+from pytest_triton.servers.docker.engine import start_failure
+from pytest_triton.servers.docker.engine import stream_error
+from pytest_triton.servers.docker.launcher import DockerLauncher
+from pytest_triton.servers.docker.reaper import serve
 
 NGC = "nvcr.io/nvidia/tritonserver:26.05-py3"
 
@@ -109,7 +109,7 @@ def test_options_are_checked_before_anything_starts(tmp_path: pytest.TempPathFac
 
 def test_device_requests() -> None:
     pytest.importorskip("docker", reason="device requests are docker-py types")
-    from pytest_triton.servers.docker_engine import device_requests
+    from pytest_triton.servers.docker.engine import device_requests
 
     assert device_requests(False) == []
     every = device_requests(True)[0]

@@ -7,12 +7,12 @@ Command in the container (the image's entry point runs it, as NGC's ``nvidia_ent
       [host network: --http-address=127.0.0.1 --http-port=P1 --grpc-address=... --metrics-address=...]
       [--allow-sagemaker=true --sagemaker-port=P4] [EXTRA_ARGS...]
 
-The container, its log, its end and its removal are a :class:`~pytest_triton.servers.docker_container.
+The container, its log, its end and its removal are a :class:`~pytest_triton.servers.docker.container.
 TritonContainer` (shared with sagemaker-local's container mode): ``device_requests`` (``--gpu``),
 ``shm_size`` (1 GiB by default: Docker's 64 MB is too small for the python backend), ``ulimits``
 (memlock=-1, stack=64 MiB, as Triton's python backend quick start runs it), ``network_mode`` and ``labels``
-(:mod:`pytest_triton.servers.docker_owners`). The repository is staged with container paths
-(:mod:`pytest_triton.servers.docker_image`) and mounted read-only at ``/models``.
+(:mod:`pytest_triton.servers.docker.owners`). The repository is staged with container paths
+(:mod:`pytest_triton.servers.docker.image`) and mounted read-only at ``/models``.
 
 Ports: with ``network="host"`` the server binds 127.0.0.1 on free ports chosen here and passed as flags (no
 docker proxy in the latency path); otherwise Triton's usual ports are published on 127.0.0.1 only.
@@ -31,30 +31,30 @@ from typing import TYPE_CHECKING
 from typing import ClassVar
 from typing import final
 
+from pytest_triton.client.rest import TritonRest
+from pytest_triton.client.rest import fetch_text
+from pytest_triton.client.urls import InferenceEndpoint
+from pytest_triton.client.urls import ServerUrls
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
+from pytest_triton.model_archive import DEFAULT_MODEL_ENV
 from pytest_triton.repository.layout import model_folders
 from pytest_triton.repository.layout import require_folder
-from pytest_triton.repository.sagemaker import DEFAULT_MODEL_ENV
-from pytest_triton.servers.base import InferenceEndpoint
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
-from pytest_triton.servers.base import ServerUrls
 from pytest_triton.servers.base import StartedInWith
 from pytest_triton.servers.control import ModelControl
-from pytest_triton.servers.docker_container import DEFAULT_SHM_SIZE
-from pytest_triton.servers.docker_container import TritonContainer
-from pytest_triton.servers.docker_container import container_settings
-from pytest_triton.servers.docker_engine import CONTAINER_PORTS
-from pytest_triton.servers.docker_engine import exit_reason
-from pytest_triton.servers.docker_engine import exit_words
-from pytest_triton.servers.docker_engine import tritonserver_command
-from pytest_triton.servers.docker_image import CONTAINER_REPOSITORY
-from pytest_triton.servers.docker_image import stage_for_image
+from pytest_triton.servers.docker.container import DEFAULT_SHM_SIZE
+from pytest_triton.servers.docker.container import TritonContainer
+from pytest_triton.servers.docker.container import container_settings
+from pytest_triton.servers.docker.engine import CONTAINER_PORTS
+from pytest_triton.servers.docker.engine import exit_reason
+from pytest_triton.servers.docker.engine import exit_words
+from pytest_triton.servers.docker.engine import tritonserver_command
+from pytest_triton.servers.docker.image import CONTAINER_REPOSITORY
+from pytest_triton.servers.docker.image import stage_for_image
 from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.ports import reserve_ports
-from pytest_triton.servers.rest import TritonRest
-from pytest_triton.servers.rest import fetch_text
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import models_poll
@@ -138,7 +138,7 @@ class DockerLauncher(StartedInWith):
         cls, repository: Path | None, options: ServeOptions, *, models: Sequence[str] | None = None
     ) -> Self:
         """A launcher from the common options. Settings: ``triton_image``, ``container_startup_timeout``
-        (seconds) and those of :func:`~pytest_triton.servers.docker_container.container_settings`."""
+        (seconds) and those of :func:`~pytest_triton.servers.docker.container.container_settings`."""
         if repository is None:
             raise ServerStartError("the docker launcher serves a model repository: give its folder")
         return cls(

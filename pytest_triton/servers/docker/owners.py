@@ -8,7 +8,7 @@ Every container the docker launcher starts carries::
     org.pytest-triton.owner-host   this machine (hostname and boot id): owners elsewhere are never judged
 
 Three things remove containers whose owner is gone, fastest first: the owner's reaper process
-(:mod:`pytest_triton.servers.docker_reaper`, it sees the owner die even by SIGKILL), the pytest controller
+(:mod:`pytest_triton.servers.docker.reaper`, it sees the owner die even by SIGKILL), the pytest controller
 at the end of its run (every container of its run id), and :func:`sweep_dead_owner_containers` at the start of a
 session (what a killed reaper, or a reboot, left). testcontainers' Ryuk does the same where it can be
 pulled; it cannot on air-gapped runners, so it is off by default.

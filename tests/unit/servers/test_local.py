@@ -15,7 +15,7 @@ from pytest_triton.repository.layout import model_folders
 from pytest_triton.servers import LocalLauncher
 from pytest_triton.servers import TritonBinary
 from pytest_triton.servers import TritonLauncher
-from pytest_triton.servers import local as local_mod
+from pytest_triton.servers.local import launcher as local_mod
 from pytest_triton.servers.process import group_members
 from pytest_triton.servers.wait import wait_until
 

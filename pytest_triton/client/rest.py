@@ -2,7 +2,7 @@
 
 Health, metadata, per-model readiness and configuration, the repository index (state and reason of every
 model), model control, statistics and the metrics page. Every model name is quoted in its URL, and no call
-goes through a proxy (see :mod:`pytest_triton.servers.http11`).
+goes through a proxy (see :mod:`pytest_triton.client.http11`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 from typing import final
 
+from pytest_triton.client.http11 import KeepAliveHttp
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.errors import ServerError
-from pytest_triton.servers.http11 import KeepAliveHttp
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_triton.cloud.serve_script import RepositoryLayout
+from pytest_triton.cloud.serve_script import command_line
+from pytest_triton.cloud.serve_script import serve_plan
+from pytest_triton.cloud.serve_script import unknown_variables
 from pytest_triton.errors import ConfigError
-from pytest_triton.servers.sagemaker_serve import RepositoryLayout
-from pytest_triton.servers.sagemaker_serve import command_line
-from pytest_triton.servers.sagemaker_serve import serve_plan
-from pytest_triton.servers.sagemaker_serve import unknown_variables
 
 ONE = RepositoryLayout(("mdeberta",))
 FOUR = RepositoryLayout(("ensemble_mdeberta", "mdeberta", "postprocess", "tokenize"))
