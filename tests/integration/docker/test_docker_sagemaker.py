@@ -36,7 +36,7 @@ from ..sagemaker.repos import add_repository
 pytestmark = [pytest.mark.xdist_group("docker"), pytest.mark.usefixtures("no_leftovers")]
 
 ROOT = Path(__file__).resolve().parents[3]
-ENSEMBLE_ARCHIVE = ROOT / "model_repos" / "dist" / "ensemble.tar.gz"
+ENSEMBLE_REPOSITORY = ROOT / "model_repos" / "scenario07" / "ensemble"  # committed; the main job checks it
 SAMPLES = ROOT / "model_repos" / "samples" / "nli_samples.jsonl"
 
 # a serve script of our own for the derived image: it says that it ran, then starts Triton on the port
@@ -57,12 +57,22 @@ def _pairs(count: int = 4) -> dict[str, NDArray[np.object_]]:
     }
 
 
+@pytest.fixture(scope="module")
+def ensemble_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Scenario 07's ensemble packaged as ``--cloud`` uploads it (the main job's ``dist/ensemble.tar.gz``).
+
+    Built here from the committed repository, so the test needs nothing run before it.
+    """
+    target = tmp_path_factory.mktemp("dist") / "ensemble.tar.gz"
+    return package_model_tar(ENSEMBLE_REPOSITORY, target, default_model="ensemble_mdeberta")
+
+
 def test_the_uploaded_ensemble_archive_answers_in_the_container_as_on_the_embedded_server(
-    standin_image: str, tmp_path: Path
+    standin_image: str, ensemble_archive: Path, tmp_path: Path
 ) -> None:
     options = ServeOptions(settings={"triton_image": standin_image, "pull": "never"}, progress=None)
     inputs = _pairs()
-    with SageMakerLocalLauncher.from_options(ENSEMBLE_ARCHIVE, options) as launcher:
+    with SageMakerLocalLauncher.from_options(ensemble_archive, options) as launcher:
         assert launcher.container is not None
         assert launcher.command[0] == "tritonserver"  # the stand-in has no serve script
         assert "--model-repository=/opt/ml/model/" in launcher.command
@@ -77,7 +87,7 @@ def test_the_uploaded_ensemble_archive_answers_in_the_container_as_on_the_embedd
         assert prepared is not None
         assert any("no serve script on its PATH" in note for note in prepared.notes)
         in_container = launcher.transport().infer("ensemble_mdeberta", inputs, ["LABEL", "LOGITS"])
-    with SageMakerLocalLauncher(ENSEMBLE_ARCHIVE, staging=tmp_path, progress=None) as embedded:
+    with SageMakerLocalLauncher(ensemble_archive, staging=tmp_path, progress=None) as embedded:
         here = embedded.transport().infer("ensemble_mdeberta", inputs, ["LABEL", "LOGITS"])
     print(f"labels in the container: {[label.decode() for label in in_container['LABEL'].ravel()]}")
     np.testing.assert_array_equal(in_container["LABEL"], here["LABEL"])

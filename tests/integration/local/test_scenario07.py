@@ -20,10 +20,10 @@ from pytest_triton.client.reference import OnnxReference
 from pytest_triton.client.transports import InputSpec
 from pytest_triton.client.transports import SageMakerTransport
 from pytest_triton.client.transports import TritonHttpTransport
-from pytest_triton.model_archive import DEFAULT_MODEL_ENV
 from pytest_triton.model_archive import read_env_file
 from pytest_triton.model_archive import sidecar_env
 from pytest_triton.parity import assert_parity
+from pytest_triton.repository.sagemaker import package_model_tar
 from pytest_triton.serving import TritonServerFactory
 
 pytestmark = pytest.mark.xdist_group("embedded-triton")
@@ -69,9 +69,15 @@ def test_repository_agrees_with_onnxruntime_on_every_sample(
 
 @pytest.mark.parametrize("binary", [True, False], ids=["binary+json", "octet-stream-json"])
 def test_ensemble_over_sagemaker_invocations(
-    binary: bool, triton_server_factory: TritonServerFactory, tokenizer: NliTokenizer, samples: list[NliSample]
+    binary: bool,
+    triton_server_factory: TritonServerFactory,
+    tokenizer: NliTokenizer,
+    samples: list[NliSample],
+    tmp_path: Path,
 ) -> None:
-    env = _sidecar(ROOT / "model_repos" / "dist" / "ensemble.tar.gz")
+    # the environment SageMaker gets from the archive --cloud uploads, packaged here (not the main job's dist/)
+    archive = package_model_tar(SCENARIO / "ensemble", tmp_path / "ensemble.tar.gz", default_model="ensemble_mdeberta")
+    env = read_env_file(sidecar_env(archive))
     server = triton_server_factory.start(SCENARIO / "ensemble", sagemaker=True, env=env)
     assert server.urls.sagemaker is not None
     sagemaker = NliClient(SageMakerTransport(server.urls.sagemaker, TEXT_SPECS, binary=binary), tokenizer)
@@ -82,9 +88,3 @@ def test_ensemble_over_sagemaker_invocations(
     assert [r.label for r in text_results] == [s.label for s in samples]
     assert [r.label for r in text_results] == [r.label for r in client_side]
     np.testing.assert_allclose([r.score for r in text_results], [r.score for r in client_side], rtol=1e-5, atol=1e-6)
-
-
-def _sidecar(archive: Path) -> dict[str, str]:
-    if not sidecar_env(archive).exists():  # the archives are built by the main job (model_repos/build_scenario07.py)
-        return {DEFAULT_MODEL_ENV: "ensemble_mdeberta"}
-    return read_env_file(sidecar_env(archive))
