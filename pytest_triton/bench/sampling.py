@@ -5,8 +5,8 @@
 ``clock`` (``time.perf_counter_ns`` by default; tests pass a fake one).
 
 1. Warm-up: :func:`warm_up_shapes` calls one request per *shape that will be measured* (every batch size),
-   ``count`` times each, before any measurement: TensorRT builds an engine for each new shape (the seed's first
-   batch-1 call took 47.7 s, its first batch-8 call more than 60 s) and that must never land in a sample.
+   ``count`` times each, before any measurement: TensorRT builds an engine for each new shape (a first call
+   can take longer than SageMaker's 60 s invocation limit) and that must never land in a sample.
    :func:`measure` also runs ``warmup`` plain calls of its own ``call`` first. Warm-up durations are kept
    (:class:`WarmupRecord`) so reports can show what the first calls cost, but never enter the statistics.
 2. Windows: requests are measured in windows of ``window_requests`` requests (``mode="count"``, perf_analyzer's

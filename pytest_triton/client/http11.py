@@ -3,9 +3,8 @@
 Latency measurements count everything the client does per request, so this path is kept short: the request
 line, headers and body go out in one ``sendall`` on a TCP_NODELAY socket (http.client writes headers and body
 separately and parses the reply through ``email.feedparser``), and the reply is read with ``Content-Length``
-or chunked framing. On the same served model this cut the client's own overhead (latency minus the server's
-queue and compute) from a median 639 to 235 µs, below perf_analyzer's 349 µs in the same run
-(``benchmarks/fidelity.py``, 2-core CPU).
+or chunked framing. ``benchmarks/fidelity.py`` measures the client's own overhead (latency minus the server's
+queue and compute) against perf_analyzer's; the results are in ``benchmarks/results/``.
 
 It never goes through a proxy: the servers it talks to were started by the tests or named by the user, and a
 user behind a corporate proxy has ``http_proxy`` set (urllib's ``urlopen`` would send these calls there).

@@ -22,9 +22,9 @@ from pytest_triton.errors import ConfigLimitExceeded
 Path = tuple[str | int, ...]
 
 # Python's re keeps a backtracking record per iteration of a repeated group, so a string
-# pattern written as ``(?:[^"\\]|\\.)*`` costs ~130 bytes per character (a 10 MB literal took
-# 1.4 GB). The unrolled form repeats a character class (no record per character); possessive
-# quantifiers (Python 3.11+) drop the records per escape too.
+# pattern written as ``(?:[^"\\]|\\.)*`` costs memory per character of a literal. The unrolled form
+# repeats a character class (no record per character); possessive quantifiers (Python 3.11+) drop
+# the records per escape too.
 _RUN = "*+" if sys.version_info >= (3, 11) else "*"
 _STRING = "|".join(rf"{q}[^{q}\\\n]{_RUN}(?:\\.[^{q}\\\n]{_RUN}){_RUN}{q}" for q in ('"', "'"))
 _TOKEN = re.compile(

@@ -23,8 +23,8 @@ GiB = 1 << 30
 class LintLimits:
     """Sizes the linter reads at most; a target over a limit gets a finding naming it."""
 
-    # a config.pbtxt larger than this is not parsed (C004); the worst case at the limit (all of it
-    # small map entries) takes ~2 CPU-seconds and ~190 MB (bench_lint: 10 MB of them, 4.7 s and 458 MB)
+    # a config.pbtxt larger than this is not parsed (C004): the limit bounds the time and memory of the
+    # worst case (all of it small map entries; benchmarks/bench_lint.py measures it)
     max_config_bytes: int = 4 * MiB
     # one string, number or name token longer than this makes the config unreadable (C005)
     max_literal_bytes: int = 1 * MiB

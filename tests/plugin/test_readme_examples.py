@@ -1,4 +1,4 @@
-"""The README's examples are real: each marked block runs as written, in a project of its own."""
+"""The examples of README.md and docs/ are real: each marked block runs as written, in a project of its own."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[2] / "README.md"
+LINT_PAGE = README.parent / "docs" / "lint.md"
 
 
-def readme_example(name: str) -> str:
-    """The fenced code block between ``<!-- example: NAME -->`` and ``<!-- /example -->`` in README.md."""
-    text = README.read_text(encoding="utf-8")
+def readme_example(name: str, page: Path = README) -> str:
+    """The fenced code block between ``<!-- example: NAME -->`` and ``<!-- /example -->`` in ``page``."""
+    text = page.read_text(encoding="utf-8")
     match = re.search(rf"<!-- example: {re.escape(name)}( [^>]*)? -->\n```\w*\n(.*?)```\n<!-- /example -->", text, re.S)
-    assert match, f"README.md has no example {name!r}"
+    assert match, f"{page.relative_to(README.parent)} has no example {name!r}"
     return match.group(2)
 
 
@@ -30,11 +31,11 @@ def test_first_serving_test_runs_as_written(pytester: pytest.Pytester) -> None:
 
 
 def test_lint_example_is_the_real_output() -> None:
-    """The README's lint block is what the command prints today (stdout, then the summary on stderr)."""
+    """The lint block of docs/lint.md is what the command prints today (stdout, then the summary on stderr)."""
     import subprocess
     import sys
 
-    block = readme_example("lint-broken")
+    block = readme_example("lint-broken", LINT_PAGE)
     command, _, shown = block.partition("\n")
     assert command == "$ python -m pytest_triton lint model_repos/broken"
     done = subprocess.run(
@@ -46,4 +47,4 @@ def test_lint_example_is_the_real_output() -> None:
         check=False,
     )
     assert done.returncode == 1
-    assert shown == done.stdout + done.stderr, "README.md's lint example is out of date: paste the real output"
+    assert shown == done.stdout + done.stderr, "docs/lint.md's lint example is out of date: paste the real output"
