@@ -1,6 +1,6 @@
 """Lint speed and memory: a table of medians.
 
-Run: ``python benchmarks/bench_lint.py [--quick]`` (one process, one core's work: the rates are
+Run: ``python -m benchmarks.bench_lint [--quick]`` (one process, one core's work: the rates are
 models per CPU-second of this process, with the wall-clock rate beside them).
 
 Rows: repositories of 100 and 10,000 python/ONNX-config models with one ensemble (goal from

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections import Counter
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -74,7 +75,7 @@ def test_reference_threads(
         ids, mask = tokenizer.encode(pair)
         return session.run(None, {"input_ids": ids, "attention_mask": mask})
 
-    calls = {
+    calls: dict[str, Callable[[], object]] = {
         "served (HTTP)": partial(onnx_served.client(tokenizer).logits, pair),
         "in-process, ORT defaults": partial(reference.logits, pair),
         "in-process, 1 intra-op thread": partial(raw, _session(1)),

@@ -1,7 +1,7 @@
 """Start-to-ready time of the local launcher on a one-python-model repository.
 
 Run as a benchmark: ``python -m pytest benchmarks/bench_server_start.py -p no:xdist --benchmark-only``;
-as a script: ``python benchmarks/bench_server_start.py [--rounds 5]`` prints median/min/max of the bare
+as a script: ``python -m benchmarks.bench_server_start [--rounds 5]`` prints median/min/max of the bare
 binary, of LocalLauncher (with and without Triton's config auto-completion) and of stop(), then where the
 time goes in the last start (from Triton's log timestamps). Goal: ≤ 2 s on 2 cores.
 """

@@ -3,7 +3,7 @@
 Run with a Python that has torch, transformers, onnx and onnxruntime (its ``transformers.float16``
 converter); on the lent GPU machine that is the image's own ``/opt/torch/.venv/bin/python``::
 
-    python benchmarks/gpu_build_mdeberta.py --out /tmp/mdeberta [--tiny]
+    python -m benchmarks.gpu_build_mdeberta --out /tmp/mdeberta [--tiny]
 
 Writes ``model.onnx`` (fp32), ``model_fp16.onnx`` (fp16 weights and compute, int64 inputs and fp32 logits
 kept: ``keep_io_types``) and ``build.json`` (sizes, parameter counts, FLOPs per sequence, timings,
@@ -83,7 +83,7 @@ class _LogitsOnly:
     def make(model: Any) -> Any:
         import torch
 
-        class LogitsOnly(torch.nn.Module):
+        class LogitsOnly(torch.nn.Module):  # type: ignore[misc]  # torch is untyped here
             def __init__(self) -> None:
                 super().__init__()
                 self.model = model

@@ -1,4 +1,4 @@
-"""The ``duty`` phase of benchmarks/gpu_mdeberta.py: is the adapter's b=1 overhead the adapter, or idle time?
+"""The ``duty`` phase of benchmarks.gpu_mdeberta: is the adapter's b=1 overhead the adapter, or idle time?
 
 In-process ONNX Runtime is measured back to back; a served b=1 request leaves the python stub idle between two
 ``session.run`` calls (HTTP, Triton's scheduling, the stub hand-over: ~0.5-1 ms). This phase measures only
@@ -18,11 +18,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import gpu_mdeberta as gm
+from benchmarks import gpu_common as gpu
+from benchmarks.common import cycle
 
 GAPS_MS = (0.0, 0.5, 1.0, 2.0)
 SECONDS_PER_CELL = 3.0
-POOLS = {"default": {}, "1 thread": {"threads": 1}, "no spinning": {"spinning": False}}
+POOLS: dict[str, dict[str, Any]] = {"default": {}, "1 thread": {"threads": 1}, "no spinning": {"spinning": False}}
 
 
 def paced_run_ms(call: Callable[[], object], gap_ms: float, seconds: float = SECONDS_PER_CELL) -> dict[str, Any]:
@@ -58,30 +59,30 @@ def phase_duty(run: Any) -> None:
     for dtype in ("fp32", "fp16"):
         for pool, kwargs in POOLS.items():
             session = _session(ort, str(run.files[dtype]), run.providers, **kwargs)
-            call = gm._cycle([gm._run_call(session, f) for f in feeds])
+            call = cycle([gpu.run_call(session, f) for f in feeds])
             cells = {str(gap): paced_run_ms(call, gap) for gap in GAPS_MS}
             result["inprocess"][f"{dtype} {pool}"] = cells
             shown = ", ".join(f"{g} ms gap {c['p50_ms']:.3f}" for g, c in cells.items())
             print(f"duty in-process {dtype} {pool}: {shown}")
             del session
-    models = [
+    models: list[gpu.Model] = [
         ("mdeberta", "fp32", {}, None),
-        ("mdeberta_t1", "fp32", {}, gm._params(intra_op_thread_count="1")),
+        ("mdeberta_t1", "fp32", {}, gpu.params(intra_op_thread_count="1")),
         ("mdeberta_fp16", "fp16", {}, None),
     ]
     timings = run.work / "adapter-timings-duty.txt"
-    factory, server = gm._serve(run, "duty", models, env={gm.TIMINGS_ENV: str(timings)})
+    factory, server = gpu.serve(run, "duty", models, env={gpu.TIMINGS_ENV: str(timings)})
     try:
         for name, _, _, _ in models:
-            one = gm.served_latency(run, server.urls.http, name, 1, timings)
+            one = gpu.served_latency(run, server.urls.http, name, 1, timings)
             skip = len(timings.read_text(encoding="utf-8").splitlines())
-            rate = gm.concurrent_throughput(server.urls.http, name, run.batches(1)[0], 2, 5.0)
-            two = gm._timings(timings, name, 1, skip)
+            rate = gpu.concurrent_throughput(server.urls.http, name, run.batches(1)[0], 2, 5.0)
+            two = gpu.adapter_timings(timings, name, 1, skip)
             result["served"][name] = {"one_client": one, "two_clients": {"samples_per_s": rate, "adapter": two}}
             print(f"duty served {name}: 1 client {one['adapter']}, 2 clients {two} ({rate:.0f}/s)")
     finally:
         factory.stop_all()
-        gm._cleanup(run, "duty")
+        gpu.cleanup(run, "duty")
     run.state["duty"] = result
 
 

@@ -1,7 +1,7 @@
-"""The ``fusion`` phase of benchmarks/gpu_mdeberta.py: where one b=8 fp16 run's time goes, and what ONNX Runtime's
+"""The ``fusion`` phase of benchmarks.gpu_mdeberta: where one b=8 fp16 run's time goes, and what ONNX Runtime's
 transformer optimizer (``onnxruntime.transformers.optimizer.optimize_model``) changes about it.
 
-1. An op-time profile of the fp16 model with its batch fixed (``gpu_phases.static_model``): ONNX Runtime's own
+1. An op-time profile of the fp16 model with its batch fixed (``gpu.static_model``): ONNX Runtime's own
    profiler, ``PROFILE_WARM`` runs then ``PROFILE_RUNS`` profiled ones, node time summed per op type per run,
    against the p50 of an unprofiled session. Under the CUDA provider a node's time is the host's time in its
    ``Compute``: kernels are launched asynchronously, so a node is charged whatever the launch queue makes it
@@ -13,7 +13,7 @@ transformer optimizer (``onnxruntime.transformers.optimizer.optimize_model``) ch
    the same profile.
 4. Both served side by side in one server, and with CUDA graphs in another: samples/s with 1, 2 and 4 clients.
 
-    python benchmarks/gpu_fusion.py --profile-child MODEL FEEDS.npz OUT.json PROVIDER...   (used by step 1)
+    python -m benchmarks.gpu_fusion --profile-child MODEL FEEDS.npz OUT.json PROVIDER...   (used by step 1)
 """
 
 from __future__ import annotations
@@ -36,11 +36,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import gpu_mdeberta as gm
-import gpu_phases
 import numpy as np
 from numpy.typing import NDArray
 
+from benchmarks import gpu_common as gpu
+from benchmarks.common import ROOT
+from benchmarks.common import cycle
+from benchmarks.gpu_common import Model
 from pytest_triton.repository.ort_placement import PlacementReport
 from pytest_triton.repository.ort_placement import nodes_from_trace
 
@@ -54,7 +56,6 @@ CONCURRENCY = (1, 2, 4)
 CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
 EXTERNAL_DATA_BYTES = 2**31 - 2**26  # protobuf's 2 GB limit, with room for the graph itself
 Feeds = dict[str, NDArray[Any]]
-Model = tuple[str, str, dict[str, Any], Callable[[Any], None] | None]  # gpu_mdeberta._serve's model entries
 
 
 # -- the profile trace (pure) -------------------------------------------------------------------------------------
@@ -138,7 +139,7 @@ def profile_model(
         options.profile_file_prefix = os.path.join(tmp, "profile")
         session = ort.InferenceSession(str(path), options, providers=list(providers))
         for index in range(warm + runs):
-            session.run([gm.OUTPUT], feeds[index % len(feeds)])
+            session.run([gpu.OUTPUT], feeds[index % len(feeds)])
         events = json.loads(Path(session.end_profiling()).read_text(encoding="utf-8"))
     result = op_profile(events, skip=warm)
     # device-side kernel events exist only in builds with CUDA profiling (not the release wheels): counted, so that
@@ -157,9 +158,18 @@ def profile_blocking(run: Any, path: Path, feeds: Sequence[Feeds]) -> dict[str, 
     work = Path(run.work)
     feeds_file, out = work / "fusion-feeds.npz", work / f"fusion-profile-{path.stem}.json"
     np.savez(feeds_file, **{f"{name}__{i}": value for i, f in enumerate(feeds) for name, value in f.items()})
-    command = [sys.executable, __file__, "--profile-child", str(path), str(feeds_file), str(out), *run.providers]
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks.gpu_fusion",
+        "--profile-child",
+        str(path),
+        str(feeds_file),
+        str(out),
+        *run.providers,
+    ]
     env = {**os.environ, "CUDA_LAUNCH_BLOCKING": "1"}
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=400, check=False)
+    proc = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=400, check=False)
     if proc.returncode != 0 or not out.exists():
         raise RuntimeError(f"profile child exit {proc.returncode}: {(proc.stdout + proc.stderr)[-1500:]}")
     result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
@@ -170,7 +180,7 @@ def profile_blocking(run: Any, path: Path, feeds: Sequence[Feeds]) -> dict[str, 
 def _profile_child(model: str, feeds_file: str, out: str, providers: list[str]) -> int:
     with np.load(feeds_file) as data:
         count = 1 + max(int(key.rsplit("__", 1)[1]) for key in data.files)
-        feeds = [{name: data[f"{name}__{i}"] for name in gm.INPUTS} for i in range(count)]
+        feeds = [{name: data[f"{name}__{i}"] for name in gpu.INPUTS} for i in range(count)]
     result = profile_model(Path(model), providers, feeds)
     Path(out).write_text(json.dumps(result), encoding="utf-8")
     return 0
@@ -264,7 +274,7 @@ def _nonzero(stats: Mapping[str, int]) -> dict[str, int]:
 
 
 def _logits(session: Any, probe: Sequence[Feeds]) -> NDArray[Any]:
-    return np.concatenate([session.run([gm.OUTPUT], f)[0] for f in probe])
+    return np.concatenate([session.run([gpu.OUTPUT], f)[0] for f in probe])
 
 
 def _measure(
@@ -278,7 +288,7 @@ def _measure(
     # what the file holds, against the profile's op types: what ONNX Runtime fuses itself when the session starts
     row["file_op_types"] = dict(Counter(n.op_type for n in onnx.load(str(path)).graph.node).most_common())
     session = ort.InferenceSession(str(path), providers=run.providers)
-    row["inprocess"] = gm.latency(run, gm._cycle([gm._run_call(session, f) for f in feeds]), batch)
+    row["inprocess"] = gpu.latency(run, cycle([gpu.run_call(session, f) for f in feeds]), batch)
     logits = _logits(session, probe)
     del session
     diff = np.abs(logits - reference)
@@ -291,8 +301,8 @@ def _measure(
         try:
             graphs = [("CUDAExecutionProvider", {"enable_cuda_graph": "1"}), "CPUExecutionProvider"]
             session = ort.InferenceSession(str(path), providers=graphs)
-            call, _ = gpu_phases._graph_call(ort, session, feeds[0], "cuda")
-            row["inprocess_cuda_graph"] = gm.latency(run, call, batch)
+            call, _ = gpu.graph_call(ort, session, feeds[0], "cuda")
+            row["inprocess_cuda_graph"] = gpu.latency(run, call, batch)
             del session
         except Exception as exc:  # a graph capture ONNX Runtime refuses is the result
             row["inprocess_cuda_graph"] = {"error": f"{type(exc).__name__}: {str(exc)[:1500]}"}
@@ -332,22 +342,22 @@ def _show(label: str, row: dict[str, Any]) -> None:
 def _served(run: Any, label: str, models: list[Model]) -> dict[str, Any]:
     """Samples/s of each model per client count, the models alternating within each count (one server)."""
     try:
-        factory, server = gm._serve(run, label, models, strict=False)
+        factory, server = gpu.serve(run, label, models, strict=False)
     except Exception as exc:  # e.g. a CUDA-graph capture refused at load: recorded, not fatal
-        gm._cleanup(run, label)
+        gpu.cleanup(run, label)
         return {"error": f"{type(exc).__name__}: {str(exc)[:2000]}"}
     request = run.batches(run.args.batch, count=1)[0]
     rows: dict[str, Any] = {name: {} for name, _, _, _ in models}
     try:
         for clients in CONCURRENCY:
             for name in rows:
-                rate = gm.concurrent_throughput(server.urls.http, name, request, clients, run.args.sweep_seconds)
+                rate = gpu.concurrent_throughput(server.urls.http, name, request, clients, run.args.sweep_seconds)
                 rows[name][str(clients)] = rate
         for name, rates in rows.items():
             print(f"fusion served {name}: " + ", ".join(f"{r:.0f}/s with {c}" for c, r in rates.items()) + " clients")
     finally:
         factory.stop_all()
-        gm._cleanup(run, label)
+        gpu.cleanup(run, label)
     return {"samples_per_s": rows}
 
 
@@ -377,7 +387,7 @@ def phase_fusion(run: Any) -> None:
     reference_session = ort.InferenceSession(str(run.files["fp32"]), providers=run.providers)
     reference = _logits(reference_session, probe)
     del reference_session
-    unfused = gpu_phases.static_model(run, batch)
+    unfused = gpu.static_model(run, batch)
     run.files["fp16_static"] = unfused
     row = _step(result, run, "unfused", lambda: _measure(run, unfused, feeds, probe, reference))
     if row is not None:
@@ -397,15 +407,8 @@ def phase_fusion(run: Any) -> None:
     served = result["served"] = {}
     served["plain"] = _step(result, run, "served", lambda: _served(run, "fusion", plain))
     if run.gpu:
-        graphs: list[Model] = [(f"{name}_cuda_graph", dtype, {}, gm._cuda_graphs) for name, dtype, _, _ in plain]
+        graphs: list[Model] = [(f"{name}_cuda_graph", dtype, {}, gpu.cuda_graphs) for name, dtype, _, _ in plain]
         served["cuda_graphs"] = _step(result, run, "served_cuda_graphs", lambda: _served(run, "fusion-graph", graphs))
-
-
-def report_lines(state: dict[str, Any]) -> list[str]:
-    """The report section (in ``gpu_fusion_report.py``, which keeps this module's size down)."""
-    import gpu_fusion_report
-
-    return gpu_fusion_report.report_lines(state)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

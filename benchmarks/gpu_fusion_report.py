@@ -1,12 +1,12 @@
-"""The report section of the ``fusion`` phase (benchmarks/gpu_fusion.py): optimize_model's statistics, the
+"""The report section of the ``fusion`` phase (benchmarks.gpu_fusion): optimize_model's statistics, the
 in-process and parity table, where one run's time goes (unfused against fused), and the served rows."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import gpu_fusion
-import gpu_report
+from benchmarks import gpu_common as gpu
+from benchmarks.gpu_fusion import CONCURRENCY
 
 TOP_OPS = 15
 # Seen in this export (tiny model, same architecture code): the Softmax's input is Where(mask, QK^T/sqrt(3d) +
@@ -24,7 +24,7 @@ def report_lines(state: dict[str, Any]) -> list[str]:
         return ["not run"]
     build = state.get("conditions", {}).get("build", {})
     batch = int(fusion["batch"])
-    floor = gpu_report.floor(build, "fp16", batch)["samples_per_s"] if build else float("nan")
+    floor = gpu.floor(build, "fp16", batch)["samples_per_s"] if build else float("nan")
     unfused, fused = fusion.get("unfused", {}), fusion.get("fused", {})
     lines = [
         f"fp16, batch fixed to {batch}; profiles: {fusion['warm_runs']} warm runs, then "
@@ -155,7 +155,7 @@ def _profile_table(unfused: dict[str, Any], fused: dict[str, Any]) -> list[str]:
 
 
 def _served_lines(served: dict[str, Any], floor: float) -> list[str]:
-    goal = gpu_report.GOAL_SAMPLES_PER_S
+    goal = gpu.GOAL_SAMPLES_PER_S
     lines = [
         "",
         "### Served side by side (samples/s; one server holds both models, alternating within each client count)",
@@ -174,7 +174,7 @@ def _served_lines(served: dict[str, Any], floor: float) -> list[str]:
         base = max(next(iter(rows.values())).values())  # the unfused model comes first
         for name, rates in rows.items():
             best = max(rates.values())
-            cells = " | ".join(f"{rates.get(str(c), float('nan')):.0f}" for c in gpu_fusion.CONCURRENCY)
+            cells = " | ".join(f"{rates.get(str(c), float('nan')):.0f}" for c in CONCURRENCY)
             lines.append(
                 f"| {server} | {name} | {cells} | {best:.0f} | {best / base:.3f} | {best / goal:.3f} "
                 f"| {best / floor:.3f} |"

@@ -3,7 +3,7 @@
 # installed into /tmp/site: one step per call, so that no call runs past the device's 10-minute limit.
 #
 #   bash benchmarks/gpu_lent_device.sh build   # the full-size model, built by the image's torch
-#   bash benchmarks/gpu_lent_device.sh duty    # gpu_mdeberta.py's duty phase and its report section
+#   bash benchmarks/gpu_lent_device.sh duty    # benchmarks.gpu_mdeberta's duty phase and its report section
 #   bash benchmarks/gpu_lent_device.sh fusion  # the fusion phase (op-time profile, optimize_model) and its section
 #   bash benchmarks/gpu_lent_device.sh suite   # the --gpu contract suite (benchmarks/gpu_suite.sh)
 #
@@ -15,7 +15,7 @@ work=/tmp/gpu-mdeberta
 case "${1:-}" in
   build)
     mkdir -p "$work"
-    /opt/torch/.venv/bin/python3 benchmarks/gpu_build_mdeberta.py --out "$work/models" > "$out/build.txt" 2>&1
+    /opt/torch/.venv/bin/python3 -m benchmarks.gpu_build_mdeberta --out "$work/models" > "$out/build.txt" 2>&1
     echo "build exit $?"; tail -5 "$out/build.txt"
     ;;
   suite)
@@ -28,10 +28,11 @@ case "${1:-}" in
     . benchmarks/gpu_venv.sh
     export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
     phase=$1
-    python3 benchmarks/gpu_mdeberta.py --models "$work/models" --work "$work" --out "$out" --phases "$phase" \
+    python3 -m benchmarks.gpu_mdeberta --models "$work/models" --work "$work" --out "$out" --phases "$phase" \
       2>&1 | tee "$out/$phase-console.txt" | grep -v -e "^$" -e "W:onnxruntime" | tail -30
     cp "$work/state.json" "$out/$phase-state.json"
-    (cd benchmarks && python3 -c "import json, gpu_$phase; print('\n'.join(gpu_$phase.report_lines(json.load(open('$work/state.json')))))") \
+    report=gpu_$phase; [ "$phase" = fusion ] && report=gpu_fusion_report
+    python3 -c "import json, sys; from benchmarks import $report as r; print('\n'.join(r.report_lines(json.load(open(sys.argv[1])))))" "$work/state.json" \
       | tee "$out/$phase.md"
     ;;
   *)

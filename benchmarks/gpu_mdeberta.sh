@@ -6,13 +6,13 @@
 #
 # (the gpu-bench extra has onnxruntime-gpu and no CPU onnxruntime: both install the same module; with both,
 # `pip uninstall -y onnxruntime onnxruntime-gpu && pip install onnxruntime-gpu`.) It builds and exports the
-# model (gpu_build_mdeberta.py), then runs every phase of gpu_mdeberta.py and writes benchmarks/results/gpu-mdeberta-DATE.{md,json}. Variables:
+# model (benchmarks.gpu_build_mdeberta), then runs every phase of benchmarks.gpu_mdeberta and writes benchmarks/results/gpu-mdeberta-DATE.{md,json}. Variables:
 #   BUILD_PYTHON  a python with torch + transformers + onnx + onnxruntime (default: python3)
 #   RUN_PYTHON    a python with pytest-triton's serve extra and onnxruntime-gpu (default: python3)
 #   WORK          models, staged repositories, state (default /tmp/gpu-mdeberta); OUT: report folder
 #   PHASES        comma-separated subset of inprocess,served,fidelity,sweep,static,static1,threads,duty,fusion,proof,report
-#   BUILD_ARGS    extra arguments of gpu_build_mdeberta.py (BUILD_ARGS=--tiny with --cpu: a CPU test of the route)
-# Extra arguments go to gpu_mdeberta.py (e.g. --window-ms 2000 --rounds 5).
+#   BUILD_ARGS    extra arguments of benchmarks.gpu_build_mdeberta (BUILD_ARGS=--tiny with --cpu: a CPU test of the route)
+# Extra arguments go to benchmarks.gpu_mdeberta (e.g. --window-ms 2000 --rounds 5).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD_PYTHON=${BUILD_PYTHON:-python3}
@@ -31,6 +31,6 @@ fi
 mkdir -p "$WORK" "$OUT"
 if [ ! -f "$WORK/models/build.json" ]; then
   # shellcheck disable=SC2086 # BUILD_ARGS is a list of words
-  "$BUILD_PYTHON" benchmarks/gpu_build_mdeberta.py --out "$WORK/models" ${BUILD_ARGS:-} || exit 1
+  "$BUILD_PYTHON" -m benchmarks.gpu_build_mdeberta --out "$WORK/models" ${BUILD_ARGS:-} || exit 1
 fi
-"$RUN_PYTHON" benchmarks/gpu_mdeberta.py --models "$WORK/models" --work "$WORK" --out "$OUT" --phases "$PHASES" "$@"
+"$RUN_PYTHON" -m benchmarks.gpu_mdeberta --models "$WORK/models" --work "$WORK" --out "$OUT" --phases "$PHASES" "$@"

@@ -1,4 +1,4 @@
-"""More phases of benchmarks/gpu_mdeberta.py: the plugin against perf_analyzer (fidelity), the b=8 fp16
+"""More phases of benchmarks.gpu_mdeberta: the plugin against perf_analyzer (fidelity), the b=8 fp16
 settings sweep, a static batch shape and CUDA graphs, ONNX Runtime's thread count at b=1, and the provider
 proof (a requested CUDA provider that cannot start is a load error)."""
 
@@ -15,11 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import fidelity
-import gpu_mdeberta as gm
 import numpy as np
-from numpy.typing import NDArray
 
+from benchmarks import fidelity
+from benchmarks import gpu_common as gpu
+from benchmarks import perf_analyzer
+from benchmarks.common import ROOT
+from benchmarks.common import cycle
 from pytest_triton.client.transports import TritonHttpTransport
 from pytest_triton.repository import RepositoryBuilder
 from pytest_triton.repository.ort_placement import placement
@@ -28,38 +30,30 @@ from pytest_triton.servers.factory import ServerFactory
 
 PROOF_MARK = "PROOF-RESULT "
 
-
-def static_model(run: Any, batch: int, dtype: str = "fp16") -> Path:
-    """The model with its symbolic batch fixed to ``batch`` (ONNX Runtime can then fold shape arithmetic)."""
-    import onnx
-    from onnxruntime.tools.onnx_model_utils import fix_output_shapes
-    from onnxruntime.tools.onnx_model_utils import make_dim_param_fixed
-
-    dest = Path(run.work) / f"model_{dtype}_b{batch}.onnx"
-    if not dest.exists():
-        model = onnx.load(str(run.files[dtype]))
-        make_dim_param_fixed(model.graph, "batch", batch)
-        fix_output_shapes(model)
-        onnx.save(model, str(dest))
-    return dest
-
-
-def _graph_call(
-    ort: Any, session: Any, feeds: dict[str, NDArray[Any]], device: str
-) -> tuple[Callable[[], object], Any]:
-    """Inputs and the output at fixed device addresses, bound once (what CUDA graphs need); the output too."""
-    binding = session.io_binding()
-    for name, value in feeds.items():
-        binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(value, device, 0))
-    rows = int(next(iter(feeds.values())).shape[0])
-    output = ort.OrtValue.ortvalue_from_shape_and_type([rows, 3], np.float32, device, 0)
-    binding.bind_ortvalue_output(gm.OUTPUT, output)
-
-    def call() -> object:
-        session.run_with_iobinding(binding)
-        return None
-
-    return call, output
+SWEEP: list[tuple[str, str, dict[str, Any], Callable[[Any], None] | None]] = [  # name, what, keywords, edit
+    ("fp16_default", "the adapter's defaults (ORT_ENABLE_ALL, 1 instance, no dynamic batching)", {}, None),
+    ("fp16_level_extended", "optimization { graph { level: 1 } } (ORT_ENABLE_EXTENDED)", {}, gpu.graph_level(1)),
+    ("fp16_level_basic", "optimization { graph { level: -1 } } (ORT_ENABLE_BASIC)", {}, gpu.graph_level(-1)),
+    ("fp16_instances2", "instance_group count 2", {"instance_count": 2}, None),
+    (
+        "fp16_dynamic",
+        "dynamic_batching (delay 0), max_batch_size 32",
+        {"max_batch_size": 32, "max_queue_delay_microseconds": 0},
+        None,
+    ),
+    (
+        "fp16_instances2_dynamic",
+        "count 2 + dynamic batching, max_batch_size 32",
+        {"instance_count": 2, "max_batch_size": 32, "max_queue_delay_microseconds": 0},
+        None,
+    ),
+    (
+        "fp16_gpu_output",
+        "pytest_triton_output_device=cuda (logits left on the GPU for Triton)",
+        {},
+        gpu.params(pytest_triton_output_device="cuda"),
+    ),
+]
 
 
 def _served_rows(run: Any, url: str, names: list[str], batch: int) -> dict[str, Any]:
@@ -67,9 +61,9 @@ def _served_rows(run: Any, url: str, names: list[str], batch: int) -> dict[str, 
     request = run.batches(batch, count=1)[0]
     for name in names:
         try:
-            row = gm.served_latency(run, url, name, batch, Path(run.work) / "adapter-timings.txt")
+            row = gpu.served_latency(run, url, name, batch, Path(run.work) / "adapter-timings.txt")
             row["concurrency"] = {
-                str(c): gm.concurrent_throughput(url, name, request, c, run.args.sweep_seconds) for c in (1, 2, 4)
+                str(c): gpu.concurrent_throughput(url, name, request, c, run.args.sweep_seconds) for c in (1, 2, 4)
             }
         except Exception as exc:  # one model's failure is its row
             row = {"error": f"{type(exc).__name__}: {str(exc)[:1500]}"}
@@ -83,7 +77,7 @@ def phase_static(run: Any) -> None:
     import onnxruntime as ort
 
     batch = run.args.batch
-    path = static_model(run, batch)
+    path = gpu.static_model(run, batch)
     run.files["fp16_static"] = path
     device = "cpu" if run.args.cpu else "cuda"
     feeds = run.batches(batch)
@@ -92,17 +86,17 @@ def phase_static(run: Any) -> None:
     print(f"static placement: {result['placement']['by_provider']}, memcpy {result['placement']['memcpy_nodes']}")
     session = ort.InferenceSession(str(path), providers=run.providers)
     result["inprocess"] = {
-        "run": gm.latency(run, gm._cycle([gm._run_call(session, f) for f in feeds]), batch),
-        "gpu_resident": gm.latency(run, gm._cycle([gm._resident_call(ort, session, f, device) for f in feeds]), batch),
+        "run": gpu.latency(run, cycle([gpu.run_call(session, f) for f in feeds]), batch),
+        "gpu_resident": gpu.latency(run, cycle([gpu.resident_call(ort, session, f, device) for f in feeds]), batch),
     }
-    expected = session.run([gm.OUTPUT], feeds[0])[0]
+    expected = session.run([gpu.OUTPUT], feeds[0])[0]
     del session
     if not run.args.cpu:
         try:
             graphs = [("CUDAExecutionProvider", {"enable_cuda_graph": "1"}), "CPUExecutionProvider"]
             session = ort.InferenceSession(str(path), providers=graphs)
-            call, output = _graph_call(ort, session, feeds[0], device)
-            result["inprocess"]["cuda_graph"] = gm.latency(run, call, batch)
+            call, output = gpu.graph_call(ort, session, feeds[0], device)
+            result["inprocess"]["cuda_graph"] = gpu.latency(run, call, batch)
             call()
             got = output.numpy()  # a graph replay's output against the plain session's
             result["inprocess"]["cuda_graph_max_abs_diff"] = float(np.abs(got - expected).max())
@@ -110,23 +104,23 @@ def phase_static(run: Any) -> None:
         except Exception as exc:  # ONNX Runtime refuses graphs while nodes run elsewhere: that is the result
             result["inprocess"]["cuda_graph_error"] = f"{type(exc).__name__}: {str(exc)[:1500]}"
     print(f"static in-process: {result['inprocess']}")
-    models = [
+    models: list[gpu.Model] = [
         ("static8", "fp16_static", {}, None),
-        ("static8_persistent", "fp16_static", {}, gm._params(pytest_triton_persistent_io="1")),
+        ("static8_persistent", "fp16_static", {}, gpu.params(pytest_triton_persistent_io="1")),
     ]
-    factory, server = gm._serve(run, "static", models, strict=False)
+    factory, server = gpu.serve(run, "static", models, strict=False)
     try:
         result["served"] = _served_rows(run, server.urls.http, [m[0] for m in models], batch)
     finally:
         factory.stop_all()
-        gm._cleanup(run, "static")
+        gpu.cleanup(run, "static")
     if not run.args.cpu:
         graph_models = [
-            ("static8_cuda_graph", "fp16_static", {}, gm._cuda_graphs),
-            ("static8_cuda_graph_x2", "fp16_static", {"instance_count": 2}, gm._cuda_graphs),
+            ("static8_cuda_graph", "fp16_static", {}, gpu.cuda_graphs),
+            ("static8_cuda_graph_x2", "fp16_static", {"instance_count": 2}, gpu.cuda_graphs),
         ]
         try:
-            factory, server = gm._serve(run, "static-graph", graph_models, strict=False)
+            factory, server = gpu.serve(run, "static-graph", graph_models, strict=False)
         except Exception as exc:
             result["served_cuda_graph_error"] = f"{type(exc).__name__}: {str(exc)[:2000]}"
         else:
@@ -134,7 +128,7 @@ def phase_static(run: Any) -> None:
                 result["served"].update(_served_rows(run, server.urls.http, [m[0] for m in graph_models], batch))
             finally:
                 factory.stop_all()
-        gm._cleanup(run, "static-graph")
+        gpu.cleanup(run, "static-graph")
     run.state["static"] = result
 
 
@@ -145,26 +139,26 @@ def phase_static1(run: Any) -> None:
     result: dict[str, Any] = {"placement": {}, "inprocess": {}}
     models = []
     for dtype in ("fp32", "fp16"):
-        path = static_model(run, 1, dtype)
+        path = gpu.static_model(run, 1, dtype)
         run.files[f"{dtype}_static1"] = path
         result["placement"][dtype] = placement(path, run.providers, name=path.name).to_json()
         session = ort.InferenceSession(str(path), providers=run.providers)
-        row = gm.latency(run, gm._cycle([gm._run_call(session, f) for f in run.batches(1)]), 1)
+        row = gpu.latency(run, cycle([gpu.run_call(session, f) for f in run.batches(1)]), 1)
         result["inprocess"][dtype] = row
         print(f"static1 {dtype}: {result['placement'][dtype]['by_provider']}, in-process p50 {row['p50_ms']:.3f} ms")
         del session
         models.append((f"static1_{dtype}", f"{dtype}_static1", {"max_batch_size": 1}, None))
     timings = Path(run.work) / "adapter-timings.txt"
-    factory, server = gm._serve(run, "static1", models, env={gm.TIMINGS_ENV: str(timings)}, strict=False)
+    factory, server = gpu.serve(run, "static1", models, env={gpu.TIMINGS_ENV: str(timings)}, strict=False)
     result["served"] = {}
     try:
         for name, _, _, _ in models:
-            row = gm.served_latency(run, server.urls.http, name, 1, timings)
+            row = gpu.served_latency(run, server.urls.http, name, 1, timings)
             result["served"][name] = row
             print(f"static1 served {name}: p50 {row['p50_ms']:.3f} ms, server {row.get('server')}, {row['adapter']}")
     finally:
         factory.stop_all()
-        gm._cleanup(run, "static1")
+        gpu.cleanup(run, "static1")
     run.state["static1"] = result
 
 
@@ -179,23 +173,23 @@ def phase_threads(run: Any) -> None:
         if threads:
             options.intra_op_num_threads = threads
         session = ort.InferenceSession(str(run.files["fp32"]), options, providers=run.providers)
-        row = gm.latency(run, gm._cycle([gm._run_call(session, f) for f in feeds]), 1)
+        row = gpu.latency(run, cycle([gpu.run_call(session, f) for f in feeds]), 1)
         result["inprocess"][str(threads or "default")] = row
         print(f"threads in-process {threads or 'default'}: p50 {row['p50_ms']:.3f} ms")
         del session
-    models = [
-        (f"mdeberta_t{t}", "fp32", {}, gm._params(intra_op_thread_count=str(t)) if t else None) for t in (1, 4, 0)
+    models: list[gpu.Model] = [
+        (f"mdeberta_t{t}", "fp32", {}, gpu.params(intra_op_thread_count=str(t)) if t else None) for t in (1, 4, 0)
     ]
     timings = Path(run.work) / "adapter-timings.txt"
-    factory, server = gm._serve(run, "threads", models, env={gm.TIMINGS_ENV: str(timings)})
+    factory, server = gpu.serve(run, "threads", models, env={gpu.TIMINGS_ENV: str(timings)})
     try:
         for name, _, _, _ in models:
-            row = gm.served_latency(run, server.urls.http, name, 1, timings)
+            row = gpu.served_latency(run, server.urls.http, name, 1, timings)
             result["served"][name] = row
             print(f"threads served {name}: p50 {row['p50_ms']:.3f} ms, server {row.get('server')}, {row['adapter']}")
     finally:
         factory.stop_all()
-        gm._cleanup(run, "threads")
+        gpu.cleanup(run, "threads")
     run.state["threads"] = result
 
 
@@ -218,9 +212,18 @@ def phase_proof(run: Any) -> None:
             source, root / "onnxruntime", copy_function=_link_or_copy, ignore=shutil.ignore_patterns(missing)
         )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)}
-    command = [sys.executable, gm.__file__, "--proof-child", "--models", str(run.args.models), "--work", str(run.work)]
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks.gpu_mdeberta",
+        "--proof-child",
+        "--models",
+        str(run.args.models),
+        "--work",
+        str(run.work),
+    ]
     started = time.monotonic()
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=400, check=False)
+    proc = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=400, check=False)
     lines = [line for line in proc.stdout.splitlines() if line.startswith(PROOF_MARK)]
     outcome: dict[str, Any] = (
         json.loads(lines[-1][len(PROOF_MARK) :]) if lines else {"child_output": proc.stdout[-2000:]}
@@ -243,7 +246,7 @@ def proof_child(args: argparse.Namespace) -> int:
     """In the child (PYTHONPATH starts with the copy lacking the CUDA provider): start a KIND_GPU model."""
     import onnxruntime
 
-    tiny = gm.ROOT / "model_repos" / "assets" / "tiny-mdeberta" / "model.onnx"
+    tiny = ROOT / "model_repos" / "assets" / "tiny-mdeberta" / "model.onnx"
     work = Path(args.work)
     outcome: dict[str, Any] = {
         "onnxruntime": os.path.dirname(onnxruntime.__file__),
@@ -271,37 +274,39 @@ def proof_child(args: argparse.Namespace) -> int:
 # -- fidelity: the plugin against perf_analyzer on the same server ----------------------------------------------
 
 
-def phase_fidelity(run: gm.Run) -> None:
-    binary = fidelity.ensure_perf_analyzer(run.args.tool_dir)
-    factory, server = gm._serve(run, "fidelity", [("mdeberta", "fp32", {}, None)])
+def phase_fidelity(run: gpu.Run) -> None:
+    binary = perf_analyzer.ensure_perf_analyzer(run.args.tool_dir)
+    factory, server = gpu.serve(run, "fidelity", [("mdeberta", "fp32", {}, None)])
     url = server.urls.http
-    rounds: list[dict[str, fidelity.Result]] = []
+    rounds: list[dict[str, perf_analyzer.Result]] = []
     failures: list[str] = []
     transport = TritonHttpTransport(url)
     try:
         input_data = run.work / "input_data.json"
-        fidelity.write_input_data(run.samples, input_data)
+        perf_analyzer.write_input_data(run.samples, input_data)
         plugin = [fidelity.plugin_call(transport, r) for r in run.samples]
         prepared = [fidelity.prepared_call(transport, r) for r in run.samples]
         for call in plugin:
             call()
         window = run.args.fidelity_window_ms
         for index in range(run.args.rounds):
-            r: dict[str, fidelity.Result] = {}
-            r["plugin"] = fidelity.measure_client("plugin", url, fidelity._cycling(plugin), window)
+            r: dict[str, perf_analyzer.Result] = {}
+            r["plugin"] = fidelity.measure_client("plugin", url, cycle(plugin), window)
             try:
-                r["perf_analyzer"] = fidelity.run_perf_analyzer(binary, url, input_data, window, run.work, 300)
-            except fidelity.ToolError as exc:  # e.g. no stable windows: the round is reported, not used
+                r["perf_analyzer"] = perf_analyzer.run_perf_analyzer(
+                    binary, url, "mdeberta", input_data, window, run.work, 300
+                )
+            except perf_analyzer.ToolError as exc:  # e.g. no stable windows: the round is reported, not used
                 failures.append(f"round {index + 1}: {str(exc)[-600:]}")
                 print(f"fidelity round {index + 1}: perf_analyzer failed: {str(exc)[-300:]}")
                 continue
-            r["prepared"] = fidelity.measure_client("prepared", url, fidelity._cycling(prepared), window)
+            r["prepared"] = fidelity.measure_client("prepared", url, cycle(prepared), window)
             print(f"fidelity round {index + 1}: " + ", ".join(f"{k} p50 {v.p50_us:.0f} µs" for k, v in r.items()))
             rounds.append(r)
     finally:
         transport.close()
         factory.stop_all()
-        gm._cleanup(run, "fidelity")
+        gpu.cleanup(run, "fidelity")
     run.state["fidelity"] = {
         "window_ms": run.args.fidelity_window_ms,
         "rounds": [{k: vars(v) for k, v in r.items()} for r in rounds],
@@ -314,23 +319,23 @@ def phase_fidelity(run: gm.Run) -> None:
 # -- b=8 fp16 settings sweep ------------------------------------------------------------------------------------------
 
 
-def phase_sweep(run: gm.Run) -> None:
-    models = [(name, "fp16", kwargs, edit) for name, _, kwargs, edit in gm.SWEEP]
-    factory, server = gm._serve(run, "sweep", models)
+def phase_sweep(run: gpu.Run) -> None:
+    models = [(name, "fp16", kwargs, edit) for name, _, kwargs, edit in SWEEP]
+    factory, server = gpu.serve(run, "sweep", models)
     url = server.urls.http
     result: dict[str, Any] = {"settings": {}}
     request = run.batches(run.args.batch, count=1)[0]
     timings = run.work / "none.txt"
     try:
-        for name, what, _, _ in gm.SWEEP:
+        for name, what, _, _ in SWEEP:
             try:
-                row = gm.served_latency(run, url, name, run.args.batch, timings)
+                row = gpu.served_latency(run, url, name, run.args.batch, timings)
             except Exception as exc:
                 result.setdefault("failed", {})[name] = f"{type(exc).__name__}: {str(exc)[:1500]}"
                 print(f"sweep {name} FAILED: {str(exc)[:500]}")
                 continue
             row["concurrency"] = {
-                str(c): gm.concurrent_throughput(url, name, request, c, run.args.sweep_seconds) for c in (1, 2, 4)
+                str(c): gpu.concurrent_throughput(url, name, request, c, run.args.sweep_seconds) for c in (1, 2, 4)
             }
             row["what"] = what
             result["settings"][name] = row
@@ -340,22 +345,22 @@ def phase_sweep(run: gm.Run) -> None:
             )
     finally:
         factory.stop_all()
-        gm._cleanup(run, "sweep")
+        gpu.cleanup(run, "sweep")
     result["cuda_graphs"] = _try_cuda_graphs(run)
     run.state["sweep"] = result
 
 
-def _try_cuda_graphs(run: gm.Run) -> dict[str, Any]:
+def _try_cuda_graphs(run: gpu.Run) -> dict[str, Any]:
     if run.args.cpu:
         return {"run": False, "why": "CPU run: CUDA graphs need the CUDA provider"}
     started = time.monotonic()
     try:
-        factory, server = gm._serve(run, "cudagraph", [("fp16_cuda_graph", "fp16", {}, gm._cuda_graphs)])
+        factory, server = gpu.serve(run, "cudagraph", [("fp16_cuda_graph", "fp16", {}, gpu.cuda_graphs)])
     except Exception as exc:  # the load error is the result
-        gm._cleanup(run, "cudagraph")
+        gpu.cleanup(run, "cudagraph")
         return {"run": True, "loaded": False, "seconds": time.monotonic() - started, "error": str(exc)[:1500]}
     try:
-        row = gm.served_latency(run, server.urls.http, "fp16_cuda_graph", run.args.batch, run.work / "none.txt")
+        row = gpu.served_latency(run, server.urls.http, "fp16_cuda_graph", run.args.batch, run.work / "none.txt")
     except Exception as exc:
         row = {"error": str(exc)[:1500]}
     finally:

@@ -1,4 +1,4 @@
-"""The report of benchmarks/gpu_mdeberta.py: floor, tables with ratios, verdicts (Markdown and JSON)."""
+"""The report of benchmarks.gpu_mdeberta: floor, tables with ratios, verdicts (Markdown and JSON)."""
 
 from __future__ import annotations
 
@@ -7,26 +7,18 @@ import math
 from pathlib import Path
 from typing import Any
 
-import gpu_duty
-import gpu_fusion
+from benchmarks import gpu_duty
+from benchmarks import gpu_fusion_report
+from benchmarks.gpu_common import GOAL_SAMPLES_PER_S
+from benchmarks.gpu_common import HBM_TBPS
+from benchmarks.gpu_common import PEAK_TFLOPS
+from benchmarks.gpu_common import floor
 
 # H200 figures the issue gives: bf16/fp16 dense ~790 TFLOP/s, HBM ~4.3 TB/s. ONNX Runtime's CUDA provider runs
 # fp32 matmuls as TF32 by default: taken as half the fp16 rate (the ratio of the two on Hopper's data sheet).
-PEAK_TFLOPS = {"fp16": 790.0, "fp32": 395.0}
-HBM_TBPS = 4.3
 SEED_A10G = {"triton-ort-gpu (CUDA EP)": (27.3, 57.0), "triton-tensorrt-fp16": (15.4, 185.0)}
-GOAL_SAMPLES_PER_S = 1850.0
 ADAPTER_LIMIT = 1.05
 THROUGHPUT_LIMIT = 0.97
-
-
-def floor(build: dict[str, Any], dtype: str, batch: int) -> dict[str, float]:
-    flops = build["flops_per_sequence"]["total"] * batch
-    weight_bytes = build["weight_bytes_read_per_forward_fp32"] / (1 if dtype == "fp32" else 2)
-    compute_ms = flops / (PEAK_TFLOPS[dtype] * 1e12) * 1e3
-    memory_ms = weight_bytes / (HBM_TBPS * 1e12) * 1e3
-    ms = max(compute_ms, memory_ms)
-    return {"compute_ms": compute_ms, "memory_ms": memory_ms, "floor_ms": ms, "samples_per_s": batch / ms * 1e3}
 
 
 def _f(value: Any, digits: int = 2) -> str:
@@ -310,7 +302,7 @@ def write(state: dict[str, Any], out: Path) -> tuple[Path, Path]:
         "",
         "## b=8 fp16: where the time goes, and ONNX Runtime's transformer fusions (`fusion` phase)",
         "",
-        *gpu_fusion.report_lines(state),
+        *gpu_fusion_report.report_lines(state),
         "",
         "## Provider proof and TensorRT",
         "",

@@ -1,6 +1,6 @@
 """sagemaker-local beside the local launcher, on the same one-python-model repository.
 
-``python benchmarks/sagemaker_local.py [--rounds 5] [--requests 200]`` prints, for each launcher, the median
+``python -m benchmarks.sagemaker_local [--rounds 5] [--requests 200]`` prints, for each launcher, the median
 start-to-ready time (the local launcher: every model ready; sagemaker-local: unpacking model.tar.gz, then
 ``/ping`` 200) and the median round trip of one small request (Triton HTTP, binary tensors, for the local
 launcher; ``/invocations`` with the binary+json body for sagemaker-local), with the ratios between them.

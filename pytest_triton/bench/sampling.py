@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
+from typing import Any
 from typing import Literal
 from typing import final
 
@@ -160,7 +161,7 @@ def warm_up(call: Callable[[], object], count: int, *, clock: Clock = time.perf_
 
 
 def warm_up_shapes(
-    calls: Mapping[Hashable, Callable[[], object]], *, count: int = 3, clock: Clock = time.perf_counter_ns
+    calls: Mapping[Any, Callable[[], object]], *, count: int = 3, clock: Clock = time.perf_counter_ns
 ) -> WarmupRecord:
     """Warm up every shape that will be measured: ``calls`` maps a shape key (batch size) to one request.
 

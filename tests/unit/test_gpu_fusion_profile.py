@@ -1,4 +1,4 @@
-"""benchmarks/gpu_fusion.py's reading of an ONNX Runtime profile trace (a hand-written one: three runs)."""
+"""benchmarks.gpu_fusion's reading of an ONNX Runtime profile trace (a hand-written one: three runs)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,7 @@ TRACE = Path(__file__).resolve().parent / "data" / "ort_profile_three_runs.json"
 
 @pytest.fixture(scope="module")
 def gpu_fusion() -> ModuleType:
-    # the benchmark scripts import each other by bare name, as they do when run from benchmarks/
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(ROOT / "benchmarks"))
-        return importlib.import_module("gpu_fusion")
+    return importlib.import_module("benchmarks.gpu_fusion")
 
 
 @pytest.fixture

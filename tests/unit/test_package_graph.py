@@ -1,7 +1,9 @@
 """The package graph has no cycle: packages of ``pytest_triton`` (and the modules at its top) import one way.
 
 Every import of the project's own modules counts, at module level, inside functions and under
-``TYPE_CHECKING`` alike: a lazy import still ties two packages together.
+``TYPE_CHECKING`` alike: a lazy import still ties two packages together. ``benchmarks/`` is held to the same
+rule module by module (its scripts share pieces through public names, never each other's private ones, and
+never reach for ``sys.path``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "pytest_triton"
+BENCHMARKS = PACKAGE.parent / "benchmarks"
 
 
 def _unit_of(module: str) -> str:
@@ -92,3 +95,84 @@ def test_the_check_sees_a_cycle(tmp_path: Path) -> None:
 def test_low_layers_do_not_import_servers(lower: str) -> None:
     # the clients, the linter and the shared facts sit below the launchers
     assert "servers" not in package_graph().get(lower, set())
+
+
+# -- benchmarks/: one package, modules that import one way ------------------------------------------------------
+
+
+def _benchmark_imports(tree: ast.AST, package: str) -> dict[str, set[str]]:
+    """Module of ``package`` → the names it takes from it (``from package import mod``: mod → {"*"})."""
+    found: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == package:
+                for alias in node.names:
+                    found.setdefault(alias.name, set()).add("*")
+            elif node.module.startswith(package + "."):
+                module = node.module.split(".")[1]
+                found.setdefault(module, set()).update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith(package + "."):
+                    found.setdefault(alias.name.split(".")[1], set()).add("*")
+    return found
+
+
+def module_graph(root: Path = BENCHMARKS) -> dict[str, set[str]]:
+    """Module of the ``root`` package → the modules of the same package it imports (anywhere in the file)."""
+    modules = {p.stem for p in root.glob("*.py")} - {"__init__"}
+    return {
+        p.stem: set(_benchmark_imports(ast.parse(p.read_text(encoding="utf-8")), root.name)) & modules - {p.stem}
+        for p in root.glob("*.py")
+        if p.stem != "__init__"
+    }
+
+
+def private_reaches(root: Path = BENCHMARKS) -> list[str]:
+    """``file: module._name`` for every private name one module of ``root`` takes from another."""
+    found: list[str] = []
+    for path in sorted(root.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = _benchmark_imports(tree, root.name)
+        aliases: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == root.name:
+                aliases.update({a.asname or a.name: a.name for a in node.names})
+            elif isinstance(node, ast.Import):
+                aliases.update({a.asname: a.name.split(".")[1] for a in node.names if a.asname and "." in a.name})
+        for module, names in imported.items():
+            found += [f"{path.name}: {module}.{n}" for n in sorted(names) if n.startswith("_")]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+                if node.attr.startswith("_") and not node.attr.startswith("__"):
+                    found.append(f"{path.name}: {aliases[node.value.id]}.{node.attr}")
+    return found
+
+
+def test_benchmarks_is_a_package_without_import_cycles() -> None:
+    assert (BENCHMARKS / "__init__.py").is_file(), "benchmarks/ is run with python -m benchmarks.NAME"
+    graph = module_graph()
+    assert graph, "no benchmark modules found"
+    cycle = find_cycle(graph)
+    assert cycle is None, "benchmark modules import each other: " + " -> ".join(cycle or [])
+
+
+def test_benchmarks_share_public_names_only() -> None:
+    assert private_reaches() == []
+
+
+def test_benchmarks_do_not_edit_sys_path() -> None:
+    offenders = [p.name for p in BENCHMARKS.glob("*.py") if "sys.path." in p.read_text(encoding="utf-8")]
+    assert offenders == []
+
+
+def test_the_benchmark_checks_see_a_cycle_and_a_private_reach(tmp_path: Path) -> None:
+    # the verdicts must be able to flip: the six gpu_*.py files of main 3ca3b39 did both
+    root = tmp_path / "benchmarks"
+    root.mkdir()
+    (root / "__init__.py").write_text("")
+    (root / "runner.py").write_text("from benchmarks import phases as ph\n\ndef go():\n    return ph._serve()\n")
+    (root / "phases.py").write_text("def _serve():\n    from benchmarks.runner import go\n    return go\n")
+    (root / "report.py").write_text("from benchmarks.phases import _serve\n")
+    assert set(find_cycle(module_graph(root)) or []) == {"runner", "phases"}
+    assert private_reaches(root) == ["report.py: phases._serve", "runner.py: phases._serve"]
