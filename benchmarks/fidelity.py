@@ -1,27 +1,24 @@
-"""Fidelity of the plugin's latency measurement against perf_analyzer, on one served model, in one run.
+"""Fidelity of the plugin's latency measurement against perf_analyzer and tritonclient.http, on one server.
 
-Run as a script (not a timed test)::
+Run from the project's root (not a timed test)::
 
-    python -m benchmarks.fidelity [--rounds 3] [--repo model_repos/scenario07/onnx] [--interval-ms 2000]
+    python -m benchmarks.fidelity [--rounds 5] [--repo model_repos/scenario07/onnx] [--window-ms 1000]
 
-1. Installs perf_analyzer into ``.tools/perf_analyzer/`` (git-ignored) when missing: ``pip download --no-deps
-   tritonclient==2.41.0`` into a temporary folder, only ``tritonclient-2.41.0.data/data/bin/perf_analyzer`` is
-   taken out of the wheel, and ``lib/`` gets ``libb64.so.0d`` and ``libcudart.so.12`` as symlinks to the hashed
-   copies that nvidia-pytriton ships in ``site-packages/nvidia_pytriton.libs``. Nothing enters the package's
-   dependencies.
-2. Starts one server on the repository (:class:`TritonServerFactory`, local launcher).
-3. Writes perf_analyzer ``--input-data`` JSON of real tokenized NLI samples (random ids would index out of the
-   vocabulary); the plugin cycles through the same samples in the same order.
-4. Alternates, for ``--rounds`` rounds: the plugin (``TritonHttpTransport.infer``, batch 1, concurrency 1,
-   time windows of ``--interval-ms``, 3 windows within 10%, at most 10, as perf_analyzer), perf_analyzer
-   (same settings), and the plugin with prepared requests (``transport.prepare`` once per sample, then
-   ``transport.send``: validation and encoding out of the loop, as perf_analyzer loads its input data once).
-5. Client overhead = mean latency - the server's time. perf_analyzer's CSV has ``Client Send``,
-   ``Network+Server Send/Recv`` and ``Client Recv`` (their sum is ``Avg latency`` minus server queue and compute);
-   the plugin's is its mean latency minus the server's queue + compute (same definition) of the kept windows,
-   from Triton's statistics API; the server's full request time (``success``) is shown too.
+One server (local launcher), one model, batch 1, concurrency 1, HTTP, the same tokenized NLI samples cycled in
+the same order by every arm. Each round measures every arm for the same short time (``--windows`` windows of
+``--window-ms``, taken as they come: no arm waits for its own stability), in an order that rotates from round to
+round, so that the server's drift lands on every arm alike (the interleaving of the relative budgets,
+``pytest_triton.bench.interleave``). The arms:
 
-Goals: the plugin's p50 within 3% of perf_analyzer's; the plugin's client overhead no larger than perf_analyzer's.
+- ``plugin``: ``TritonHttpTransport.infer`` (the plugin's client as tests use it);
+- ``prepared``: ``TritonHttpTransport.send`` of requests encoded once (as perf_analyzer loads its data once);
+- ``perf_analyzer``: the binary from the tritonclient 2.41.0 wheel (``benchmarks.perf_analyzer``);
+- ``tritonclient``: ``tritonclient.http.InferenceServerClient.infer`` with binary tensors and inputs built once
+  (the library the hand-written client replaces).
+
+Reported per round and as the median of the per-round (paired) ratios: each arm's p50 over perf_analyzer's, and
+each arm's client overhead = mean latency - the server's queue + compute over the same requests (perf_analyzer:
+Client Send + Network+Server Send/Recv + Client Recv from its CSV; the others: Triton's statistics API).
 """
 
 from __future__ import annotations
@@ -34,14 +31,17 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from collections.abc import Mapping
 from collections.abc import Sequence
-from datetime import date
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from benchmarks.common import RESULTS
 from benchmarks.common import ROOT
 from benchmarks.common import SAMPLES
 from benchmarks.common import TOKENIZER
@@ -49,8 +49,6 @@ from benchmarks.common import cpu_model
 from benchmarks.common import cycle
 from benchmarks.common import tokenized_samples
 from benchmarks.common import version
-from benchmarks.perf_analyzer import MAX_WINDOWS
-from benchmarks.perf_analyzer import STABILITY
 from benchmarks.perf_analyzer import STABLE_WINDOWS
 from benchmarks.perf_analyzer import TOOL_DIR
 from benchmarks.perf_analyzer import WHEEL_VERSION
@@ -60,7 +58,6 @@ from benchmarks.perf_analyzer import ensure_perf_analyzer
 from benchmarks.perf_analyzer import run_perf_analyzer
 from benchmarks.perf_analyzer import server_split
 from benchmarks.perf_analyzer import write_input_data
-from pytest_triton.bench.sampling import Measurement
 from pytest_triton.bench.sampling import WindowPolicy
 from pytest_triton.bench.sampling import measure
 from pytest_triton.bench.server_stats import StatsSnapshot
@@ -73,212 +70,245 @@ from pytest_triton.servers.factory import ServerFactory
 MODEL = "mdeberta"
 OUTPUT = "logits"
 P50_GOAL = 0.03
+ARMS = ("plugin", "prepared", "perf_analyzer", "tritonclient")
+ANY_SPREAD = 1000.0  # a stability threshold no window misses: the fixed windows are taken as they come
 
 
-# -- measurements ---------------------------------------------------------------------------------------------
-
-
-def measure_client(tool: str, url: str, call: Callable[[], object], interval_ms: float) -> Result:
-    """Sequential calls in perf_analyzer's time windows; the server split of the kept windows."""
+def measure_client(tool: str, url: str, model: str, call: Callable[[], object], window_ms: float) -> Result:
+    """``STABLE_WINDOWS`` time windows of sequential calls, taken as they come; the server split of them."""
     policy = WindowPolicy(
         mode="time",
-        window_ms=interval_ms,
-        threshold=STABILITY,
+        window_ms=window_ms,
+        threshold=ANY_SPREAD,
         stable_windows=STABLE_WINDOWS,
-        max_windows=MAX_WINDOWS,
+        max_windows=STABLE_WINDOWS,
         max_seconds=None,
     )
     snapshots: list[StatsSnapshot] = []
-    m: Measurement = measure(
-        call, warmup=10, policy=policy, on_boundary=lambda: snapshots.append(fetch_statistics(url, MODEL))
-    )
-    kept = len(m.windows) - STABLE_WINDOWS
-    split = server_split(snapshots[kept], snapshots[-1], MODEL)
+    m = measure(call, warmup=5, policy=policy, on_boundary=lambda: snapshots.append(fetch_statistics(url, model)))
+    split = server_split(snapshots[0], snapshots[-1], model)
     stats = m.stats()
     mean_us = stats.mean_ms * 1e3
-    if split.requests != stats.count:
-        print(f"  note: {tool}: server counted {split.requests} requests, client {stats.count}", flush=True)
     return Result(
         tool=tool,
         p50_us=stats.p50_ms * 1e3,
         mean_us=mean_us,
         requests=stats.count,
-        stable=m.stable,
+        stable=True,
         server_request_us=split.request_us,
         server_queue_compute_us=split.queue_us + split.compute_us,
         overhead_us=mean_us - split.queue_us - split.compute_us,
     )
 
 
-def plugin_call(transport: TritonHttpTransport, request: dict[str, NDArray[Any]]) -> Callable[[], object]:
-    """One ``transport.infer`` of ``request`` (the plugin's client as tests use it)."""
-    return lambda: transport.infer(MODEL, request, [OUTPUT])
+def plugin_calls(transport: TritonHttpTransport, model: str, requests: Sequence[dict[str, NDArray[Any]]]) -> Any:
+    """One ``transport.infer`` per request (the plugin's client as tests use it)."""
+    return [lambda r=r: transport.infer(model, r, [OUTPUT]) for r in requests]
 
 
-def prepared_call(transport: TritonHttpTransport, request: dict[str, NDArray[Any]]) -> Callable[[], object]:
-    """``transport.send`` of a request prepared (validated, encoded) once, as perf_analyzer prepares its data."""
-    prepared = transport.prepare(MODEL, request, [OUTPUT])
-    return lambda: transport.send(prepared)
+def prepared_calls(transport: TritonHttpTransport, model: str, requests: Sequence[dict[str, NDArray[Any]]]) -> Any:
+    """``transport.send`` of each request prepared (validated, encoded) once."""
+    prepared = [transport.prepare(model, r, [OUTPUT]) for r in requests]
+    return [lambda p=p: transport.send(p) for p in prepared]
 
 
-# -- report ---------------------------------------------------------------------------------------------------
+def tritonclient_calls(client: Any, model: str, requests: Sequence[dict[str, NDArray[Any]]]) -> Any:
+    """``tritonclient.http`` infer calls with binary tensors, the InferInput objects built once per request."""
+    import tritonclient.http as httpclient
+
+    calls = []
+    for request in requests:
+        inputs = []
+        for name, array in request.items():
+            item = httpclient.InferInput(name, list(array.shape), "INT64")
+            item.set_data_from_numpy(array, binary_data=True)
+            inputs.append(item)
+        outputs = [httpclient.InferRequestedOutput(OUTPUT, binary_data=True)]
+        calls.append(lambda i=inputs, o=outputs: client.infer(model, i, outputs=o).as_numpy(OUTPUT))
+    return calls
+
+
+def interleaved_rounds(arms: Mapping[str, Callable[[], Result]], rounds: int) -> list[dict[str, Result]]:
+    """``rounds`` rounds of every arm once, the order rotated by one arm each round (drift lands on all)."""
+    names = list(arms)
+    out: list[dict[str, Result]] = []
+    for index in range(rounds):
+        order = names[index % len(names) :] + names[: index % len(names)]
+        result = {name: arms[name]() for name in order}
+        for res in result.values():
+            print(
+                f"  round {index + 1} {res.tool:>13}: p50 {res.p50_us:8.0f} µs  mean {res.mean_us:8.0f} µs  "
+                f"server q+c {res.server_queue_compute_us:8.0f} µs  overhead {res.overhead_us:6.0f} µs  "
+                f"n={res.requests}",
+                flush=True,
+            )
+        out.append({name: result[name] for name in names})
+    return out
+
+
+def table(rounds: Sequence[dict[str, Result]]) -> list[str]:
+    """Per round: every arm's p50, its ratio to perf_analyzer's, its client overhead; then the medians."""
+    arms = list(rounds[0])
+    head = "| round | " + " | ".join(f"{a} p50 µs | {a} / perf_analyzer | {a} overhead µs" for a in arms) + " |"
+    lines = [head, "|" + "---|" * (1 + 3 * len(arms))]
+    columns: list[list[float]] = []
+    for index, r in enumerate(rounds, 1):
+        base = r["perf_analyzer"].p50_us
+        values = [v for a in arms for v in (r[a].p50_us, r[a].p50_us / base, r[a].overhead_us)]
+        columns.append(values)
+        lines.append(f"| {index} | " + " | ".join(_cell(i, v) for i, v in enumerate(values)) + " |")
+    medians = [statistics.median(c) for c in zip(*columns)]
+    lines.append("| **median** | " + " | ".join(_cell(i, v) for i, v in enumerate(medians)) + " |")
+    return lines
+
+
+def _cell(index: int, value: float) -> str:
+    return f"{value:.3f}" if index % 3 == 1 else f"{value:.0f}"
+
+
+def verdict(rounds: Sequence[dict[str, Result]]) -> list[str]:
+    """The medians of the paired per-round ratios and overheads, against the goals."""
+
+    def ratios(arm: str) -> list[float]:
+        return [r[arm].p50_us / r["perf_analyzer"].p50_us for r in rounds]
+
+    def overhead(arm: str) -> float:
+        return float(statistics.median(r[arm].overhead_us for r in rounds))
+
+    pa = overhead("perf_analyzer")
+    lines = []
+    for arm in (a for a in rounds[0] if a != "perf_analyzer"):
+        ratio = statistics.median(ratios(arm))
+        within = sum(abs(x - 1) <= P50_GOAL for x in ratios(arm))
+        lines.append(
+            f"- {arm}: median of per-round p50 ratios to perf_analyzer {ratio:.3f} "
+            f"({', '.join(f'{x:.3f}' for x in ratios(arm))}; {within} of {len(rounds)} rounds within "
+            f"{P50_GOAL:.0%}); client overhead {overhead(arm):.0f} µs vs perf_analyzer {pa:.0f} µs "
+            f"({overhead(arm) - pa:+.0f} µs)"
+        )
+    if "tritonclient" in rounds[0]:
+        pl = [r["plugin"].p50_us / r["tritonclient"].p50_us for r in rounds]
+        lines.append(
+            f"- plugin / tritonclient.http p50: median {statistics.median(pl):.3f} "
+            f"({', '.join(f'{x:.3f}' for x in pl)}); overhead {overhead('plugin'):.0f} vs "
+            f"{overhead('tritonclient'):.0f} µs"
+        )
+    return lines
+
+
+def run_fidelity(
+    url: str,
+    model: str,
+    requests: Sequence[dict[str, NDArray[Any]]],
+    *,
+    binary: Path,
+    workdir: Path,
+    rounds: int,
+    window_ms: float,
+) -> list[dict[str, Result]]:
+    """The interleaved rounds of the four arms against one running server (also used by the GPU phase)."""
+    import tritonclient.http as httpclient
+
+    input_data = workdir / "input_data.json"
+    write_input_data(requests, input_data)
+    transport = TritonHttpTransport(url)
+    client = httpclient.InferenceServerClient(url.split("://", 1)[-1], connection_timeout=60, network_timeout=300)
+    try:
+        plugin = cycle(plugin_calls(transport, model, requests))
+        prepared = cycle(prepared_calls(transport, model, requests))
+        library = cycle(tritonclient_calls(client, model, requests))
+        for _ in requests:  # warm the server (and the adapter's session) once
+            plugin()
+        timeout_s = STABLE_WINDOWS * window_ms / 1e3 * 4 + 120
+        arms: dict[str, Callable[[], Result]] = {
+            "plugin": lambda: measure_client("plugin", url, model, plugin, window_ms),
+            "prepared": lambda: measure_client("prepared", url, model, prepared, window_ms),
+            "perf_analyzer": lambda: run_perf_analyzer(
+                binary,
+                url,
+                model,
+                input_data,
+                window_ms,
+                workdir,
+                timeout_s,
+                stability=ANY_SPREAD,
+                max_trials=STABLE_WINDOWS,
+            ),
+            "tritonclient": lambda: measure_client("tritonclient", url, model, library, window_ms),
+        }
+        return interleaved_rounds(arms, rounds)
+    finally:
+        transport.close()
+        client.close()
 
 
 def _server_version(url: str) -> str:
     return str(TritonRest(url, timeout=10).get_json("/v2", "reading the server metadata").get("version", "?"))
 
 
-def table(rounds: Sequence[dict[str, Result]]) -> list[str]:
-    head = (
-        "| round | plugin p50 µs | perf_analyzer p50 µs | ratio | plugin overhead µs | perf_analyzer overhead µs "
-        "| plugin latency - server request µs | prepared p50 µs | prepared ratio | prepared overhead µs |"
-    )
-    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
-
-    def row(label: str, values: Sequence[float]) -> str:
-        pl, pa, ratio, plo, pao, plr, ka, ka_ratio, kao = values
-        return (
-            f"| {label} | {pl:.0f} | {pa:.0f} | {ratio:.3f} | {plo:.0f} | {pao:.0f} | {plr:.0f} "
-            f"| {ka:.0f} | {ka_ratio:.3f} | {kao:.0f} |"
-        )
-
-    columns: list[list[float]] = []
-    for index, r in enumerate(rounds, 1):
-        values = [
-            r["plugin"].p50_us,
-            r["perf_analyzer"].p50_us,
-            r["plugin"].p50_us / r["perf_analyzer"].p50_us,
-            r["plugin"].overhead_us,
-            r["perf_analyzer"].overhead_us,
-            r["plugin"].overhead_vs_request_us,
-            r["prepared"].p50_us,
-            r["prepared"].p50_us / r["perf_analyzer"].p50_us,
-            r["prepared"].overhead_us,
-        ]
-        columns.append(values)
-        lines.append(row(str(index), values))
-    medians = [statistics.median(c) for c in zip(*columns)]
-    lines.append(row("**median**", medians))  # ratios: the median of the per-round ratios
-    return lines
-
-
-def verdict(rounds: Sequence[dict[str, Result]]) -> list[str]:
-    def med(tool: str, attr: str) -> float:
-        return float(statistics.median(getattr(r[tool], attr) for r in rounds))
-
-    ratios = [r["plugin"].p50_us / r["perf_analyzer"].p50_us for r in rounds]
-    ratio = statistics.median(ratios)
-    pl_o, pa_o = med("plugin", "overhead_us"), med("perf_analyzer", "overhead_us")
-    ka_ratio = statistics.median(r["prepared"].p50_us / r["perf_analyzer"].p50_us for r in rounds)
-    ka_o = med("prepared", "overhead_us")
-    p50_ok = abs(ratio - 1) <= P50_GOAL
-    over_ok = pl_o <= pa_o
-    unstable = [f"{n}:{t}" for n, r in enumerate(rounds, 1) for t, res in r.items() if not res.stable]
-    return [
-        f"- median of per-round p50 ratios plugin/perf_analyzer: {ratio:.3f} (rounds: "
-        + ", ".join(f"{x:.3f}" for x in ratios)
-        + f"); goal within {P50_GOAL:.0%}: **{'met' if p50_ok else 'NOT met'}**",
-        f"- client overhead (mean latency - server queue - compute): plugin {pl_o:.0f} µs vs perf_analyzer "
-        f"{pa_o:.0f} µs; goal plugin ≤ perf_analyzer: **{'met' if over_ok else 'NOT met'}** "
-        f"(plugin is {pl_o - pa_o:+.0f} µs)",
-        "- prepared variant (transport.send of requests encoded once): "
-        f"p50 ratio {ka_ratio:.3f}, overhead {ka_o:.0f} µs (goal plugin ≤ perf_analyzer: "
-        f"**{'met' if ka_o <= pa_o else 'NOT met'}**, {ka_o - pa_o:+.0f} µs) "
-        f"({'within' if abs(ka_ratio - 1) <= P50_GOAL else 'outside'} {P50_GOAL:.0%})",
-        f"- windows not stable (within {STABILITY:.0%} over {STABLE_WINDOWS} windows): "
-        + (", ".join(unstable) if unstable else "none"),
-    ]
-
-
-# -- main -----------------------------------------------------------------------------------------------------
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--rounds", type=int, default=3, help="A/B rounds (default 3)")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5, at least 5)")
     parser.add_argument("--repo", type=Path, default=ROOT / "model_repos" / "scenario07" / "onnx")
     parser.add_argument("--tokenizer", type=Path, default=TOKENIZER)
     parser.add_argument("--samples", type=Path, default=SAMPLES)
-    parser.add_argument("--interval-ms", type=float, default=2000.0, help="measurement window (default 2000)")
+    parser.add_argument("--window-ms", type=float, default=1000.0, help="one window (default 1000); 3 per arm")
     parser.add_argument("--tool-dir", type=Path, default=TOOL_DIR)
+    parser.add_argument("--conditions", default="", help="what else ran on the machine (written to the report)")
     parser.add_argument("--output", type=Path, default=None, help="default benchmarks/results/fidelity-DATE.md")
     args = parser.parse_args(argv)
-    if args.rounds < 1:
-        parser.error("--rounds must be >= 1")
-    output: Path = args.output or ROOT / "benchmarks" / "results" / f"fidelity-{date.today().isoformat()}.md"
-
+    if args.rounds < 5:
+        parser.error(f"--rounds={args.rounds}: at least 5 rounds (fewer say more about the server than the client)")
+    today = datetime.now(UTC)
+    output: Path = args.output or RESULTS / f"fidelity-{today:%Y-%m-%d}.md"
     try:
         binary = ensure_perf_analyzer(args.tool_dir)
     except ToolError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     requests = tokenized_samples(args.tokenizer, args.samples)
-
-    rounds: list[dict[str, Result]] = []
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="fidelity-") as tmp:
         workdir = Path(tmp)
-        input_data = workdir / "input_data.json"
-        write_input_data(requests, input_data)
         factory = ServerFactory("local", ServeOptions(gpu=False, staging=workdir / "staging"))
-        transport: TritonHttpTransport | None = None
         try:
             server = factory.start(args.repo)
             url = server.urls.http
             assert url is not None, "the local launcher serves HTTP"
             server_version = _server_version(url)
-            transport = TritonHttpTransport(url)
-            plugin_calls = [plugin_call(transport, r) for r in requests]
-            prepared_calls = [prepared_call(transport, r) for r in requests]
-            for call in plugin_calls:  # warm the server (and the adapter's session) once
-                call()
-            timeout_s = MAX_WINDOWS * args.interval_ms / 1e3 * 3 + 60
+            adapted = [a.describe() for a in server.prepared.adapted] if server.prepared else []
             print(f"server {url} (Triton {server_version}); {len(requests)} samples; {args.rounds} rounds")
-            for index in range(1, args.rounds + 1):
-                result: dict[str, Result] = {}
-                result["plugin"] = measure_client("plugin", url, cycle(plugin_calls), args.interval_ms)
-                result["perf_analyzer"] = run_perf_analyzer(
-                    binary, url, MODEL, input_data, args.interval_ms, workdir, timeout_s
-                )
-                result["prepared"] = measure_client("prepared", url, cycle(prepared_calls), args.interval_ms)
-                for res in result.values():
-                    print(
-                        f"  round {index} {res.tool:>13}: p50 {res.p50_us:8.0f} µs  mean {res.mean_us:8.0f} µs  "
-                        f"server q+c {res.server_queue_compute_us:8.0f} µs  request {res.server_request_us:8.0f} µs  "
-                        f"overhead {res.overhead_us:6.0f} µs  n={res.requests}{'' if res.stable else ' UNSTABLE'}",
-                        flush=True,
-                    )
-                rounds.append(result)
+            rounds = run_fidelity(
+                url, MODEL, requests, binary=binary, workdir=workdir, rounds=args.rounds, window_ms=args.window_ms
+            )
         except ToolError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         finally:
-            if transport is not None:
-                transport.close()
             factory.stop_all()
-
-    lines = table(rounds)
+    lines, summary = table(rounds), verdict(rounds)
+    print("\n".join(["", *lines, *summary]))
     repo = args.repo.resolve()
     repo_name = repo.relative_to(ROOT) if repo.is_relative_to(ROOT) else repo
-    summary = verdict(rounds)
-    print()
-    print("\n".join(lines))
-    print("\n".join(summary))
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     command = "python -m benchmarks.fidelity " + " ".join(argv if argv is not None else sys.argv[1:])
     text = [
-        f"# Latency fidelity: plugin vs perf_analyzer ({date.today().isoformat()})",
+        f"# Latency fidelity, interleaved: plugin, perf_analyzer, tritonclient.http ({today:%Y-%m-%d %H:%M} UTC)",
         "",
         f"- command: `{command.strip()}`",
-        f"- machine: {cpus} CPUs (nproc), {cpu_model()}, {platform.platform()}",
+        f"- machine: {cpus} CPUs (nproc), {cpu_model()}, {platform.platform()}; load average before "
+        f"{', '.join(f'{x:.2f}' for x in load_before)}, after {', '.join(f'{x:.2f}' for x in os.getloadavg())}",
+        f"- conditions: {args.conditions or 'not stated'}",
         f"- versions: Python {platform.python_version()}, pytest-triton {version('pytest-triton')}, "
         f"nvidia-pytriton {version('nvidia-pytriton')} (Triton server {server_version}), "
-        f"perf_analyzer from tritonclient {WHEEL_VERSION}, numpy {np.__version__}",
-        f"- model: {MODEL} from {repo_name}, batch 1, concurrency 1, HTTP, "
-        f"{len(requests)} tokenized NLI samples cycled in order",
-        f"- windows: {args.interval_ms:g} ms, stable when {STABLE_WINDOWS} windows within {STABILITY:.0%} "
-        f"(at most {MAX_WINDOWS}), same for both; rounds alternate plugin / perf_analyzer / plugin prepared",
+        f"perf_analyzer from tritonclient {WHEEL_VERSION}, tritonclient {version('tritonclient')}, "
+        f"numpy {np.__version__}",
+        f"- model: {MODEL} from {repo_name}, batch 1, concurrency 1, HTTP, {len(requests)} tokenized NLI samples "
+        "cycled in order; engine path: " + ("; ".join(adapted) or "native backend"),
+        f"- rounds: {len(rounds)}, each arm {STABLE_WINDOWS} windows of {args.window_ms:g} ms taken as they come, "
+        f"the order rotating ({', '.join(ARMS)} first, then shifted by one each round)",
         "- overhead = mean latency - server queue - server compute (perf_analyzer: Client Send + Network+Server "
-        "Send/Recv + Client Recv from its CSV; plugin: Triton statistics API over the kept windows)",
+        "Send/Recv + Client Recv from its CSV; the others: Triton statistics API over the same windows)",
         "",
         *lines,
         "",

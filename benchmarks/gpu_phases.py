@@ -22,7 +22,6 @@ from benchmarks import gpu_common as gpu
 from benchmarks import perf_analyzer
 from benchmarks.common import ROOT
 from benchmarks.common import cycle
-from pytest_triton.client.transports import TritonHttpTransport
 from pytest_triton.repository import RepositoryBuilder
 from pytest_triton.repository.ort_placement import placement
 from pytest_triton.servers.base import ServeOptions
@@ -275,44 +274,31 @@ def proof_child(args: argparse.Namespace) -> int:
 
 
 def phase_fidelity(run: gpu.Run) -> None:
+    """The interleaved fidelity rounds (benchmarks.fidelity) on the full-size fp32 model, through the adapter."""
     binary = perf_analyzer.ensure_perf_analyzer(run.args.tool_dir)
     factory, server = gpu.serve(run, "fidelity", [("mdeberta", "fp32", {}, None)])
     url = server.urls.http
-    rounds: list[dict[str, perf_analyzer.Result]] = []
-    failures: list[str] = []
-    transport = TritonHttpTransport(url)
+    adapted = [a.describe() for a in server.prepared.adapted] if server.prepared is not None else []
     try:
-        input_data = run.work / "input_data.json"
-        perf_analyzer.write_input_data(run.samples, input_data)
-        plugin = [fidelity.plugin_call(transport, r) for r in run.samples]
-        prepared = [fidelity.prepared_call(transport, r) for r in run.samples]
-        for call in plugin:
-            call()
-        window = run.args.fidelity_window_ms
-        for index in range(run.args.rounds):
-            r: dict[str, perf_analyzer.Result] = {}
-            r["plugin"] = fidelity.measure_client("plugin", url, cycle(plugin), window)
-            try:
-                r["perf_analyzer"] = perf_analyzer.run_perf_analyzer(
-                    binary, url, "mdeberta", input_data, window, run.work, 300
-                )
-            except perf_analyzer.ToolError as exc:  # e.g. no stable windows: the round is reported, not used
-                failures.append(f"round {index + 1}: {str(exc)[-600:]}")
-                print(f"fidelity round {index + 1}: perf_analyzer failed: {str(exc)[-300:]}")
-                continue
-            r["prepared"] = fidelity.measure_client("prepared", url, cycle(prepared), window)
-            print(f"fidelity round {index + 1}: " + ", ".join(f"{k} p50 {v.p50_us:.0f} µs" for k, v in r.items()))
-            rounds.append(r)
+        rounds = fidelity.run_fidelity(
+            url,
+            "mdeberta",
+            run.samples,
+            binary=binary,
+            workdir=run.work,
+            rounds=max(5, run.args.rounds),
+            window_ms=run.args.fidelity_window_ms,
+        )
     finally:
-        transport.close()
         factory.stop_all()
         gpu.cleanup(run, "fidelity")
     run.state["fidelity"] = {
         "window_ms": run.args.fidelity_window_ms,
+        "interleaved": True,
+        "engine_path": adapted or ["native backend"],
         "rounds": [{k: vars(v) for k, v in r.items()} for r in rounds],
-        "failed_rounds": failures,
-        "table": fidelity.table(rounds) if rounds else ["no round completed"],
-        "verdict": (fidelity.verdict(rounds) if rounds else []) + [f"- failed round: {f}" for f in failures],
+        "table": fidelity.table(rounds),
+        "verdict": fidelity.verdict(rounds),
     }
 
 

@@ -159,9 +159,22 @@ def _csv_float(row: dict[str, str], column: str) -> float:
 
 
 def run_perf_analyzer(
-    binary: Path, url: str, model: str, input_data: Path, interval_ms: float, workdir: Path, timeout_s: float
+    binary: Path,
+    url: str,
+    model: str,
+    input_data: Path,
+    interval_ms: float,
+    workdir: Path,
+    timeout_s: float,
+    *,
+    stability: float = STABILITY,
+    max_trials: int = MAX_WINDOWS,
 ) -> Result:
-    """One perf_analyzer run (batch 1, concurrency 1); p50, mean and client/server split from its CSV (µs)."""
+    """One perf_analyzer run (batch 1, concurrency 1); p50, mean and client/server split from its CSV (µs).
+
+    ``stability`` (a fraction; a large one takes the first ``STABLE_WINDOWS`` windows as they come, the short
+    fixed windows of the interleaved fidelity rounds) and ``max_trials`` are perf_analyzer's own options.
+    """
     host_port = urllib.parse.urlsplit(url).netloc
     report = workdir / "perf_analyzer.csv"
     report.unlink(missing_ok=True)
@@ -169,7 +182,7 @@ def run_perf_analyzer(
         str(binary),
         *("-m", model, "-u", host_port, "-i", "http", "-b", "1", "--concurrency-range", "1"),
         *("--measurement-interval", str(int(interval_ms)), "--input-data", str(input_data), "-f", str(report)),
-        *("--stability-percentage", str(int(STABILITY * 100)), "--max-trials", str(MAX_WINDOWS)),
+        *("--stability-percentage", str(int(stability * 100)), "--max-trials", str(max_trials)),
     ]
     env = {**os.environ, "LD_LIBRARY_PATH": _ld_path(binary.parent.parent / "lib")}
     before = fetch_statistics(url, model)
