@@ -17,6 +17,16 @@ A percentile above ``budget * (1 + tolerance)`` fails; throughput below ``budget
 A hardware key (or a variant) that the file does not have means *measure and report, do not assert*: the verdict
 is ``report-only``.
 
+A budget says which engine path it was written on (``path``: ``adapter``, the python-backend ONNX Runtime adapter;
+``native``, the backend the config names; ``in-process``), on the hardware table or per variant::
+
+    [nvidia-h200]
+    path = "adapter"                   # every variant below was measured through the adapter
+
+A row measured on another path than its budget's is ``not-comparable`` (neither passed nor failed, with the
+reason): an adapter number never judges a native-backend run, nor the other way round. A budget without
+``path`` judges any path (the report says the budget did not state one).
+
 A hardware table may say that its absolute numbers are not to be asserted (a shared, noisy machine) and why::
 
     [cpu-2core-x86_64]
@@ -44,6 +54,8 @@ from typing import Any
 from typing import Literal
 from typing import final
 
+from pytest_triton.bench.engine import BUDGET_PATHS
+from pytest_triton.bench.engine import EnginePath
 from pytest_triton.bench.relative import RELATIVE_METRICS
 from pytest_triton.bench.relative import RelativeBudget
 from pytest_triton.bench.stats import PERCENTILES
@@ -69,7 +81,7 @@ __all__ = [
 
 DEFAULT_TOLERANCE = 0.10
 _LIMITS = tuple(f"p{p}_ms" for p in PERCENTILES)
-_SHARED_KEYS = {"source", "tolerance", "batch_size", "throughput_batch_size", "notes"}
+_SHARED_KEYS = {"source", "tolerance", "batch_size", "throughput_batch_size", "notes", "path"}
 _VARIANT_KEYS = {*_LIMITS, "samples_per_s", *_SHARED_KEYS}
 _HARDWARE_KEYS = {"enforce_absolute", "enforce_reason", "relative"}
 _RELATIVE_KEYS = {
@@ -85,7 +97,7 @@ _RELATIVE_KEYS = {
     "notes",
 }
 
-VerdictStatus = Literal["pass", "fail", "unstable", "report-only", "skipped"]
+VerdictStatus = Literal["pass", "fail", "unstable", "report-only", "skipped", "not-comparable"]
 
 
 @final
@@ -105,6 +117,7 @@ class Budget:
     batch_size: int = 1
     throughput_batch_size: int = 8
     notes: str = ""
+    path: EnginePath | None = None  # the engine path it was written on (None: not stated, judges any path)
 
     def percentile_limits(self) -> dict[int, float]:
         return {p: v for p in PERCENTILES if (v := getattr(self, f"p{p}_ms")) is not None}
@@ -208,7 +221,12 @@ class _Validator:
         for key in _SHARED_KEYS & data.keys():
             value = data[key]
             dotted = ".".join((*table, key))
-            if key in ("source", "notes"):
+            if key == "path":
+                if value not in BUDGET_PATHS:
+                    choices = ", ".join(repr(p) for p in BUDGET_PATHS)
+                    raise self.fail(table, key, f"{dotted}={value!r}: expected the engine path, one of {choices}")
+                out[key] = value
+            elif key in ("source", "notes"):
                 if not isinstance(value, str) or (key == "source" and not value.strip()):
                     raise self.fail(table, key, f"{dotted}={value!r}: expected a non-empty string")
                 out[key] = value
@@ -403,16 +421,20 @@ def evaluate(
     stable: bool = True,
     missing_reason: str = "no budget: measured and reported only",
     policy: HardwarePolicy | None = None,
+    path: EnginePath = "unknown",
 ) -> Verdict:
     """Hold ``latency`` (percentiles) and ``throughput`` (samples/s) to ``budget``.
 
     Percentiles are checked on the measurement taken at ``budget.batch_size``, samples/s on the one taken at
     ``budget.throughput_batch_size`` (either argument may be that one); a limit with no such measurement is
-    listed as not measured, never as passed. Under a ``policy`` that does not enforce absolute budgets, the
+    listed as not measured, never as passed. A budget written on another engine ``path`` than the row's is
+    ``not-comparable``, with no checks. Under a ``policy`` that does not enforce absolute budgets, the
     checks are made and shown but the verdict is ``report-only`` with the policy's reason.
     """
     if budget is None:
         return Verdict("report-only", missing_reason)
+    if budget.path is not None and budget.path != path:
+        return Verdict("not-comparable", _not_comparable(budget, path))
     runs = [s for s in (latency, throughput) if s is not None]
     at_latency = next((s for s in runs if s.batch_size == budget.batch_size), None)
     at_rate = next((s for s in runs if s.batch_size == budget.throughput_batch_size), None)
@@ -445,3 +467,17 @@ def evaluate(
     if unmeasured and len(unmeasured) == len(checks):
         return Verdict("report-only", f"nothing measured at the budget's batch sizes; {text}", tuple(checks))
     return Verdict("pass", text, tuple(checks))
+
+
+def _not_comparable(budget: Budget, path: EnginePath) -> str:
+    where = f"{budget.hardware}.{budget.variant}"
+    if path == "unknown":
+        return (
+            f"budget {where} was written on the {budget.path} path and this server does not say how it serves the "
+            "model: not judged"
+        )
+    extra = " (the adapter's hand-over is in the budget, not in this run)" if budget.path == "adapter" else ""
+    return (
+        f"budget {where} was written on the {budget.path} path and this row ran on the {path} path{extra}: not "
+        f"judged; add a budget measured on the {path} path (path = {path!r})"
+    )

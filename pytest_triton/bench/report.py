@@ -23,8 +23,10 @@ from pytest_triton.bench.results import VariantResult
 
 __all__ = [
     "ReportData",
+    "calibration_cell",
     "parity_lines",
     "parity_row",
+    "path_lines",
     "relative_lines",
     "short_verdict",
     "table_lines",
@@ -35,7 +37,19 @@ __all__ = [
     "write_report",
 ]
 
-COLUMNS = ("variant", "p50", "p90", "p95", "p99", "samples/s", "queue/compute", "budget", "verdict")
+COLUMNS = (
+    "variant",
+    "path",
+    "p50",
+    "p90",
+    "p95",
+    "p99",
+    "calibration p50",
+    "samples/s",
+    "queue/compute",
+    "budget",
+    "verdict",
+)
 RELATIVE_COLUMNS = ("relative budget", "variant", "baseline", "ratio", "difference", "limit", "verdict")
 PARITY_COLUMNS = ("parity", "preset", "outputs", "max abs err", "max rel err", "worst element", "labels", "verdict")
 REPORT_VERSION = 2
@@ -79,8 +93,27 @@ def _split(result: VariantResult) -> str:
     return f"q {queue_us / 1e3:.2f} / c {split.compute_us / 1e3:.2f} ms"
 
 
+def calibration_cell(result: VariantResult) -> str:
+    """The adapter calibration's p50 and its share of the row's p50; "none" on the adapter path without one."""
+    c = result.calibration
+    if c is not None:
+        return f"{c.p50_ms:.2f} ({c.share:.0%})"
+    return "none" if result.path == "adapter" else "-"
+
+
+def path_lines(result: VariantResult) -> list[str]:
+    """What the row's engine path means for its numbers (one line; two on the adapter path)."""
+    if result.is_skipped or result.latency is None:
+        return []
+    lines = [f"path {result.path}" + (f": {result.engine_reason}" if result.engine_reason else "")]
+    if result.path == "adapter":
+        c = result.calibration
+        lines.append(c.describe() if c is not None else f"no adapter calibration: {result.calibration_missing}")
+    return lines
+
+
 def short_verdict(result: VariantResult) -> str:
-    """One word for a narrow cell: PASS, FAIL, UNSTABLE, REPORT-ONLY or SKIPPED (details go below the table)."""
+    """One word for a narrow cell: PASS, FAIL, UNSTABLE, REPORT-ONLY, NOT-COMPARABLE or SKIPPED (details below)."""
     return result.verdict.status.upper()
 
 
@@ -102,10 +135,12 @@ def _row(result: VariantResult) -> list[str]:
     s = result.latency
     return [
         result.variant,
+        "-" if result.is_skipped else result.path,
         _ms(s.p50_ms if s else None),
         _ms(s.p90_ms if s else None),
         _ms(s.p95_ms if s else None),
         _ms(s.p99_ms if s else None),
+        calibration_cell(result),
         _rate(result),
         _split(result),
         result.budget.describe() if result.budget else "-",
@@ -176,6 +211,7 @@ def table_lines(data: ReportData | Sequence[VariantResult]) -> list[str]:
                 )
         if r.latency is not None and not r.stable:
             lines.append(f"{r.variant}: {r.stability}")
+        lines.extend(f"{r.variant}: {line}" for line in path_lines(r))
         lines.extend(f"{r.variant}: {note}" for note in r.notes)
     if data.relative:
         lines += ["", *relative_lines(data.relative)]
@@ -209,8 +245,10 @@ def _md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str
 
 def _variant_details(r: VariantResult) -> list[str]:
     lines = [f"### {r.variant} ({r.hardware})", "", f"- verdict: **{r.verdict.status.upper()}**: {r.verdict.reason}"]
+    lines += [f"- {line}" for line in path_lines(r)]
     if r.budget is not None:
-        lines.append(f"- budget: {r.budget.describe()}; source: {r.budget.source}")
+        on = f", written on the {r.budget.path} path" if r.budget.path else ", engine path not stated"
+        lines.append(f"- budget: {r.budget.describe()}{on}; source: {r.budget.source}")
     if r.stability:
         lines.append(f"- stability: {r.stability}")
     if r.interleaved_with:

@@ -14,6 +14,8 @@ from pytest_triton.bench.budgets import Budget
 from pytest_triton.bench.budgets import BudgetFile
 from pytest_triton.bench.budgets import Verdict
 from pytest_triton.bench.budgets import evaluate
+from pytest_triton.bench.engine import Calibration
+from pytest_triton.bench.engine import EnginePath
 from pytest_triton.bench.relative import RelativeResult
 from pytest_triton.bench.sampling import Measurement
 from pytest_triton.bench.server_stats import ServerSplit
@@ -43,7 +45,9 @@ class VariantResult:
     ``latency`` is the percentile run (batch ``budget.batch_size``, usually 1), ``throughput`` the optional
     run at the throughput batch size (8). ``samples_ms`` are the latency run's kept samples (for histograms),
     ``warmup_s`` the excluded warm-up durations per shape. A skipped variant has ``verdict.status == "skipped"``
-    and no measurements.
+    and no measurements. ``path`` is the engine path it ran on (``engine_reason`` says how that is known);
+    on the adapter path ``calibration`` is the adapter's own cost measured interleaved with it (or
+    ``calibration_missing`` says why there is none).
     """
 
     variant: str
@@ -61,6 +65,10 @@ class VariantResult:
     notes: tuple[str, ...] = ()
     load_average: tuple[float, ...] = ()
     interleaved_with: tuple[str, ...] = ()
+    path: EnginePath = "unknown"
+    engine_reason: str = ""
+    calibration: Calibration | None = None
+    calibration_missing: str = ""
 
     @classmethod
     def skipped(cls, variant: str, hardware: str, reason: str, *, budget: Budget | None = None) -> VariantResult:
@@ -88,6 +96,10 @@ class VariantResult:
             "notes": list(self.notes),
             "load_average": list(self.load_average),
             "interleaved_with": list(self.interleaved_with),
+            "path": self.path,
+            "engine_reason": self.engine_reason,
+            "calibration": self.calibration.as_dict() if self.calibration else None,
+            "calibration_missing": self.calibration_missing,
             "samples_ms": list(self.samples_ms),
         }
 
@@ -104,6 +116,10 @@ def build_result(
     notes: Sequence[str] = (),
     load_average: Sequence[float] = (),
     interleaved_with: Sequence[str] = (),
+    path: EnginePath = "unknown",
+    engine_reason: str = "",
+    calibration: Calibration | None = None,
+    calibration_missing: str = "",
 ) -> VariantResult:
     """Summarize the measurements, look the budget up and give the verdict (under the hardware's policy)."""
     budget = budgets.lookup(hardware, variant) if budgets else None
@@ -121,6 +137,7 @@ def build_result(
         stable=stable,
         missing_reason=missing,
         policy=budgets.policy(hardware) if budgets else None,
+        path=path,
     )
     warmup: dict[str, tuple[float, ...]] = {}
     for m in runs:
@@ -142,6 +159,10 @@ def build_result(
         notes=tuple(notes),
         load_average=tuple(load_average),
         interleaved_with=tuple(interleaved_with),
+        path=path,
+        engine_reason=engine_reason,
+        calibration=calibration,
+        calibration_missing=calibration_missing,
     )
 
 

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 from pytest_triton.bench.budgets import BudgetFile
 from pytest_triton.bench.budgets import HardwarePolicy
 from pytest_triton.bench.budgets import load_budgets
+from pytest_triton.bench.engine import Calibration
+from pytest_triton.bench.engine import Engine
 from pytest_triton.bench.interleave import Interleaved
 from pytest_triton.bench.interleave import Settle
 from pytest_triton.bench.interleave import measure_interleaved
@@ -66,6 +68,9 @@ class LateNote(Protocol):
 
     @property
     def placeholder(self) -> str: ...
+
+
+CALIBRATION = "adapter calibration"  # the calibration model's name among the interleaved calls
 
 
 @final
@@ -214,8 +219,13 @@ class TritonBench:
         model: str | None = None,
         notes: Sequence[str] = (),
         benchmark: Any = None,
+        engine: Engine | None = None,
     ) -> VariantResult:
         """Warm up every shape, measure ``call`` (percentiles) and ``throughput_call`` (samples/s), judge, record.
+
+        ``engine`` says which engine path serves the row (:mod:`pytest_triton.bench.engine`); with a calibration
+        call (the adapter path), the calibration model is measured in alternating windows with ``call`` and the
+        row carries it. A budget written on another path than the row's is not judged.
 
         Every shape (``batch_size``, ``throughput_batch_size`` and ``warm_shapes``) is warmed ``warmup`` times
         before the first measurement. With ``http_url``, the statistics API splits the server time of exactly
@@ -232,16 +242,26 @@ class TritonBench:
         if throughput_call is not None:
             shapes[throughput_batch_size] = throughput_call
         shapes.update(warm_shapes or {})
+        calibrate = engine.calibration_call if engine is not None else None
+        if calibrate is not None:
+            shapes[(CALIBRATION, batch_size)] = calibrate
         warmed = warm_up_shapes(shapes, count=warmup, **kwargs) if warmup else None
         policy = policy or self.policy
         snapshots: list[StatsSnapshot] = []
+        calibration_snapshots: list[StatsSnapshot] = []
         models: list[str] | None = None
         if http_url is not None:
             url = http_url
             if model is not None:
                 models = [model, *composing_models(url, model)]
             kwargs["on_boundary"] = lambda: snapshots.append(fetch_statistics(url))
-        latency = measure(call, batch_size=batch_size, warmup=0, policy=policy, warmed=warmed, **kwargs)
+        calibration: Calibration | None = None
+        if calibrate is None or engine is None:
+            latency = measure(call, batch_size=batch_size, warmup=0, policy=policy, warmed=warmed, **kwargs)
+        else:
+            latency, calibration = self._calibrated(
+                variant, call, calibrate, engine, batch_size, policy, warmed, http_url, kwargs, calibration_snapshots
+            )
         kwargs.pop("on_boundary", None)
         server: ServerSplit | None = None
         if snapshots:
@@ -261,10 +281,58 @@ class TritonBench:
             model=model,
             notes=notes,
             load_average=load_average(),
+            path=engine.path if engine is not None else "unknown",
+            engine_reason=engine.reason if engine is not None else "",
+            calibration=calibration,
+            calibration_missing=engine.calibration_missing if engine is not None else "",
         )
         if benchmark is not None:
             record_benchmark(benchmark, latency, result=result)
         return self.add(result)
+
+    def _calibrated(
+        self,
+        variant: str,
+        call: Callable[[], object],
+        calibrate: Callable[[], object],
+        engine: Engine,
+        batch_size: int,
+        policy: WindowPolicy,
+        warmed: WarmupRecord | None,
+        http_url: str | None,
+        kwargs: dict[str, Any],
+        calibration_snapshots: list[StatsSnapshot],
+    ) -> tuple[Measurement, Calibration]:
+        """The row and its calibration model in alternating windows (each must settle on its own)."""
+        row_boundary = kwargs.get("on_boundary")
+
+        def boundary(name: str) -> None:
+            if name == variant and row_boundary is not None:
+                row_boundary()
+            elif name == CALIBRATION and http_url is not None:
+                calibration_snapshots.append(fetch_statistics(http_url))
+
+        clock = {"clock": kwargs["clock"]} if "clock" in kwargs else {}
+        run = measure_interleaved(
+            {variant: call, CALIBRATION: calibrate},
+            batch_size=batch_size,
+            policy=policy,
+            settle="all",
+            warmed={variant: warmed} if warmed is not None else None,
+            on_boundary=boundary,
+            **clock,
+        )
+        latency, measured = run.measurements[variant], run.measurements[CALIBRATION].stats()
+        infer_us = None
+        name = engine.calibration_model or ""
+        kept = min(policy.stable_windows, run.rounds)
+        if len(calibration_snapshots) > kept:
+            split = stats_delta(calibration_snapshots[-kept - 1], calibration_snapshots[-1], models=[name])
+            own = split.for_model(name)
+            infer_us = own.compute_infer_us if own is not None and own.requests else None
+        row_p50 = latency.stats().p50_ms
+        share = measured.p50_ms / row_p50 if row_p50 > 0 else float("nan")
+        return latency, Calibration(name, measured.p50_ms, measured.p90_ms, measured.count, share, infer_us)
 
     def measure_interleaved(
         self,

@@ -23,6 +23,7 @@ from xml.sax.saxutils import quoteattr
 
 from pytest_triton.bench.report import PARITY_COLUMNS
 from pytest_triton.bench.report import parity_row
+from pytest_triton.bench.report import path_lines
 from pytest_triton.bench.report import short_verdict
 from pytest_triton.bench.results import VariantResult
 
@@ -41,6 +42,7 @@ _VERDICT_COLORS = {
     "FAIL": "#d62728",
     "UNSTABLE": "#ff7f0e",
     "REPORT-ONLY": "#4c6a8a",
+    "NOT-COMPARABLE": "#8a6d3b",
     "SKIPPED": "#7f7f7f",
     "NOT-MEASURED": "#7f7f7f",
 }
@@ -135,12 +137,17 @@ class _Axis:
 def _columns(labels: Sequence[str]) -> tuple[float, float, float]:
     """The axis's left and right ends and the verdict column's x, from the longest label and verdict."""
     label_w = max((_width(s, 11) for s in labels), default=0) + 12
-    verdict_w = _width("REPORT-ONLY", 11) + 12
+    verdict_w = _width("NOT-COMPARABLE", 11) + 12
     return _MARGIN + label_w, _W - _MARGIN - verdict_w, _W - _MARGIN
 
 
 def _verdict_cell(canvas: _Canvas, x_end: float, y: float, verdict: str) -> None:
     canvas.text(x_end, y, verdict, size=11, color=_VERDICT_COLORS.get(verdict, "#222"), bold=True, end=True)
+
+
+def _label(result: VariantResult) -> str:
+    """The row's name with its engine path, e.g. ``onnx [adapter]``."""
+    return result.variant if result.is_skipped else f"{result.variant} [{result.path}]"
 
 
 def _latency_panel(canvas: _Canvas, results: Sequence[VariantResult]) -> None:
@@ -152,7 +159,7 @@ def _latency_panel(canvas: _Canvas, results: Sequence[VariantResult]) -> None:
     for r in results:
         if r.budget is not None:
             highs += [v * (1 + r.budget.tolerance) for v in r.budget.percentile_limits().values()]
-    x0, x1, xv = _columns([r.variant for r in results])
+    x0, x1, xv = _columns([_label(r) for r in results])
     axis = _Axis(x0, x1, max(highs, default=1.0))
     top = canvas.y + 8
     row_h = 46
@@ -161,7 +168,7 @@ def _latency_panel(canvas: _Canvas, results: Sequence[VariantResult]) -> None:
     for i, r in enumerate(results):
         y = top + i * row_h
         canvas.parts.append(f'<g class="variant" data-variant={quoteattr(r.variant)}>')
-        canvas.text(_MARGIN, y + 14, r.variant, size=11)
+        canvas.text(_MARGIN, y + 14, _label(r), size=11)
         _verdict_cell(canvas, xv, y + 14, short_verdict(r))
         s = r.latency
         if s is None:
@@ -174,6 +181,13 @@ def _latency_panel(canvas: _Canvas, results: Sequence[VariantResult]) -> None:
                 value = s.percentile_ms(p)
                 canvas.rect(axis.x(value) - 2, y + 4, 4, 12, color, title=f"p{p} {value:.2f} ms")
             numbers = f"p50 {s.p50_ms:.2f}  p90 {s.p90_ms:.2f}  p95 {s.p95_ms:.2f}  p99 {s.p99_ms:.2f} ms  n={s.count}"
+            cal = r.calibration
+            if cal is not None:
+                tip = f"adapter calibration p50 {cal.p50_ms:.2f} ms, measured interleaved on the same server"
+                canvas.rect(axis.x(cal.p50_ms) - 1, y + 2, 2, 16, "#000", title=tip)
+                numbers += f"  | adapter calibration p50 {cal.p50_ms:.2f} ms ({cal.share:.0%}; native pays none of it)"
+            elif r.path == "adapter":
+                numbers += "  | adapter path, no calibration"
             canvas.text(x0 + 2, y + 41, numbers, size=9, color="#555")
         if r.budget is not None:
             canvas.text(x0 - 4, y + 29, "budget", size=8, color="#777", end=True)
@@ -281,6 +295,8 @@ def _details(canvas: _Canvas, data: ReportData) -> None:
     canvas.heading("Verdicts in detail")
     for r in data.results:
         canvas.wrapped(f"{r.variant}: {r.verdict.status.upper()}: {r.verdict.reason}", size=10)
+        for line in path_lines(r):
+            canvas.wrapped(line, size=9, color="#555", indent=16)
         if r.stability and r.latency is not None:
             canvas.wrapped(f"stability: {r.stability}", size=9, color="#555", indent=16)
         for note in r.notes:

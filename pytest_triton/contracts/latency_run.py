@@ -172,6 +172,12 @@ def measure_variant(
         bench.use_declared_budgets(budgets, timed.budget_name)
     own = type(bench)(hardware=bench.hardware, budgets=budgets, policy=_policy(latency, bench), clock=bench.clock)
     opened: list[Transport] = []
+    from pytest_triton.bench.engine import engine_of
+
+    engine = engine_of(timed.server, timed.model)  # adapter rows get their calibration model on the same server
+    if engine.calibration_model is not None:
+        calibration = dataclasses.replace(timed, model=engine.calibration_model)
+        engine = engine.with_call(request_call(run, calibration, latency.batch_size))
     try:
         calls = _warm_calls(run, timed, latency, opened)
         shapes: dict[Hashable, Callable[[], object]] = {rows: call for rows, call in calls.items()}
@@ -193,6 +199,7 @@ def measure_variant(
             model=timed.model if timed.http_url else None,
             notes=notes,
             benchmark=benchmark() if benchmark is not None else None,
+            engine=engine,
         )
     finally:
         _close(opened)

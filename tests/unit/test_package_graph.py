@@ -143,9 +143,9 @@ def private_reaches(root: Path = BENCHMARKS) -> list[str]:
         for module, names in imported.items():
             found += [f"{path.name}: {module}.{n}" for n in sorted(names) if n.startswith("_")]
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
-                if node.attr.startswith("_") and not node.attr.startswith("__"):
-                    found.append(f"{path.name}: {aliases[node.value.id]}.{node.attr}")
+            reach = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+            if reach and node.attr.startswith("_") and not node.attr.startswith("__"):  # type: ignore[attr-defined]
+                found.append(f"{path.name}: {aliases[node.value.id]}.{node.attr}")  # type: ignore[attr-defined]
     return found
 
 

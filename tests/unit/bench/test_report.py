@@ -87,10 +87,13 @@ def results() -> list[VariantResult]:
 def test_terminal_table_has_every_column_and_skips_as_skipped(results: list[VariantResult]) -> None:
     lines = table_lines(results)
     header = lines[0].split()
-    assert header == ["variant", "p50", "p90", "p95", "p99", "samples/s", "queue/compute", "budget", "verdict"]
+    assert header == [
+        *("variant", "path", "p50", "p90", "p95", "p99", "calibration", "p50"),
+        *("samples/s", "queue/compute", "budget", "verdict"),
+    ]
     assert set(lines[1]) == {"-"}
     fast, slow, cpu, trt = lines[2:6]
-    assert fast.split()[:5] == ["fast", "16.00", "17.00", "17.00", "17.00"]
+    assert fast.split()[:7] == ["fast", "unknown", "16.00", "17.00", "17.00", "17.00", "-"]
     assert "186.0 (b=8)" in fast  # 8 samples * 6 requests / 0.258 s
     assert "q 1.13 / c 13.97 ms" in fast
     assert fast.endswith("PASS")
@@ -130,7 +133,7 @@ def test_write_report_writes_json_markdown_and_svg(tmp_path: Path, results: list
     assert by_name["slow"]["verdict"]["status"] == "fail"
     md = paths[1].read_text()
     # a short verdict cell in the table, the reason in the details below it
-    assert "| trt | - | - | - | - | - | - | p99≤17.4 ms ±10% | SKIPPED |" in md
+    assert "| trt | - | - | - | - | - | - | - | - | p99≤17.4 ms ±10% | SKIPPED |" in md
     assert "- verdict: **SKIPPED**: TensorRT libraries are not installed here" in md
     assert "- server `fast_model` v1 (statistics): 8 requests, queue 1130 µs" in md
     root = ET.fromstring(paths[2].read_text())
