@@ -6,6 +6,9 @@
 #   bash benchmarks/gpu_lent_device.sh duty    # benchmarks.gpu_mdeberta's duty phase and its report section
 #   bash benchmarks/gpu_lent_device.sh fusion  # the fusion phase (op-time profile, optimize_model) and its section
 #   bash benchmarks/gpu_lent_device.sh suite   # the --gpu contract suite (benchmarks/gpu_suite.sh)
+#   bash benchmarks/gpu_lent_device.sh calibration  # the adapter rows with their calibration (builds the model first
+#                                                   # on a fresh machine), the plugin's own report of them
+#   bash benchmarks/gpu_lent_device.sh fidelity     # the interleaved fidelity rounds (carry .tools/perf_analyzer/bin)
 #
 # Everything it writes for the caller goes under $OUT (at most 8 files come back).
 set -uo pipefail
@@ -23,20 +26,30 @@ case "${1:-}" in
     echo "gpu_suite.sh exit $?" | tee -a "$out/suite-console.txt"
     tail -25 "$out/suite-console.txt"
     ;;
-  duty | fusion)
+  duty | fusion | calibration | fidelity)
     # shellcheck source=benchmarks/gpu_venv.sh
     . benchmarks/gpu_venv.sh
     export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
     phase=$1
+    if [ ! -f "$work/models/build.json" ]; then  # a fresh machine: build the full-size model first (~35 s)
+      mkdir -p "$work"
+      /opt/torch/.venv/bin/python3 -m benchmarks.gpu_build_mdeberta --out "$work/models" > "$out/build.txt" 2>&1 ||
+        { echo "build failed"; tail -20 "$out/build.txt"; exit 1; }
+    fi
     python3 -m benchmarks.gpu_mdeberta --models "$work/models" --work "$work" --out "$out" --phases "$phase" \
       2>&1 | tee "$out/$phase-console.txt" | grep -v -e "^$" -e "W:onnxruntime" | tail -30
     cp "$work/state.json" "$out/$phase-state.json"
-    report=gpu_$phase; [ "$phase" = fusion ] && report=gpu_fusion_report
+    case $phase in
+      fusion) report=gpu_fusion_report ;;
+      fidelity) report=gpu_phases ;;
+      *) report=gpu_$phase ;;
+    esac
     python3 -c "import json, sys; from benchmarks import $report as r; print('\n'.join(r.report_lines(json.load(open(sys.argv[1])))))" "$work/state.json" \
       | tee "$out/$phase.md"
+    if [ "$phase" = calibration ]; then cp "$work"/calibration-report.* "$out/"; fi
     ;;
   *)
-    echo "usage: $0 build|duty|fusion|suite" >&2
+    echo "usage: $0 build|duty|fusion|calibration|fidelity|suite" >&2
     exit 2
     ;;
 esac

@@ -6,7 +6,7 @@ settings sweep and the provider proof. Not a timed test: a script that prints an
 
 ``--models`` holds ``model.onnx``, ``model_fp16.onnx`` and ``build.json`` from ``benchmarks.gpu_build_mdeberta``.
 Phases (default: all, in this order): see ``PHASES`` (fidelity, sweep, static, static1, threads and proof are in
-``gpu_phases``, duty in ``gpu_duty``, fusion in ``gpu_fusion``). Every phase
+``gpu_phases``, calibration in ``gpu_calibration``, duty in ``gpu_duty``, fusion in ``gpu_fusion``). Every phase
 adds to ``WORK/state.json``, so a run can be split over several calls; ``report`` writes ``gpu-mdeberta.md`` and
 ``gpu-mdeberta.json`` under ``--out``. ``--cpu`` runs everything on the CPU provider (to test the script with the
 tiny model on a machine without a GPU); its numbers mean nothing for a GPU.
@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from benchmarks import gpu_calibration
 from benchmarks import gpu_common as gpu
 from benchmarks import gpu_duty
 from benchmarks import gpu_fusion
@@ -50,6 +51,7 @@ from pytest_triton.repository.ort_placement import placement
 PHASES = (
     "inprocess",
     "served",
+    "calibration",
     "fidelity",
     "sweep",
     "static",
@@ -198,6 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     functions = {
         "inprocess": phase_inprocess,
         "served": phase_served,
+        "calibration": gpu_calibration.phase_calibration,
         "fidelity": gpu_phases.phase_fidelity,
         "sweep": gpu_phases.phase_sweep,
         "static": gpu_phases.phase_static,

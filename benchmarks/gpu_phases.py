@@ -352,3 +352,21 @@ def _try_cuda_graphs(run: gpu.Run) -> dict[str, Any]:
     finally:
         factory.stop_all()
     return {"run": True, "loaded": True, "seconds": time.monotonic() - started, **row}
+
+
+def report_lines(state: dict[str, Any]) -> list[str]:
+    """The fidelity phase's section: the interleaved rounds' table and verdict."""
+    section = state.get("fidelity")
+    if not section:
+        return []
+    title = "## Fidelity, interleaved: plugin, perf_analyzer, tritonclient.http (b=1, same server)"
+    return [
+        title,
+        "",
+        f"- engine path: {'; '.join(section.get('engine_path', []))}",
+        "",
+        *section["table"],
+        "",
+        *section["verdict"],
+        "",
+    ]

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from benchmarks import gpu_calibration
 from benchmarks import gpu_duty
 from benchmarks import gpu_fusion_report
 from benchmarks.gpu_common import GOAL_SAMPLES_PER_S
@@ -298,6 +299,7 @@ def write(state: dict[str, Any], out: Path) -> tuple[Path, Path]:
         "",
         "## b=1: the adapter, or the idle time between requests? (`duty` phase)",
         "",
+        *gpu_calibration.report_lines(state),
         *gpu_duty.report_lines(state),
         "",
         "## b=8 fp16: where the time goes, and ONNX Runtime's transformer fusions (`fusion` phase)",
