@@ -246,6 +246,8 @@ class TritonBench:
         if calibrate is not None:
             shapes[(CALIBRATION, batch_size)] = calibrate
         warmed = warm_up_shapes(shapes, count=warmup, **kwargs) if warmup else None
+        if warmed is not None and calibrate is not None:  # the row's record keeps the row's own shapes
+            warmed = WarmupRecord({k: v for k, v in warmed.durations_ns.items() if k != (CALIBRATION, batch_size)})
         policy = policy or self.policy
         snapshots: list[StatsSnapshot] = []
         calibration_snapshots: list[StatsSnapshot] = []
