@@ -107,7 +107,7 @@ def engine_of(server: Any, model: str, *, calibrate: bool = True) -> Engine:
             return Engine(
                 "adapter",
                 f"ensemble {model}: its step(s) {', '.join(steps)} served by the python-backend ONNX Runtime adapter",
-                calibration_missing=f"an ensemble row: the row that serves {steps[0]} carries the adapter's calibration",
+                calibration_missing=f"an ensemble row: the row serving {steps[0]} carries the adapter's calibration",
             )
         return Engine("native", f"{model} is served by the backend its config names (nothing adapted)")
     reason = adapted[model].describe()

@@ -349,6 +349,7 @@ class TritonBench:
         notes: Mapping[str, Sequence[str]] | None = None,
         benchmark: Any = None,
         benchmark_variant: str | None = None,
+        engines: Mapping[str, Engine] | None = None,
     ) -> SideBySide:
         """Measure several variants side by side (alternating windows), judge absolute and relative budgets, record.
 
@@ -358,6 +359,8 @@ class TritonBench:
         ``(http_url, model)`` for the statistics split of its kept windows (a None URL: no split). The run settles
         on the variants' ratios; where absolute budgets are asserted, each variant's own windows must settle too.
         pytest-benchmark's ``benchmark`` gets the samples of ``benchmark_variant`` (default: the first).
+        ``engines`` maps a variant to its engine path (:func:`pytest_triton.bench.engine.engine_of`): each row says
+        its path and its budget is judged only on its own path (the calibration rows come from :meth:`measure`).
         """
         from pytest_triton.bench.benchmark import record_benchmark
 
@@ -419,6 +422,9 @@ class TritonBench:
                     notes=(notes or {}).get(name, ()),
                     load_average=load_average(),
                     interleaved_with=[n for n in names if n != name],
+                    path=engines[name].path if engines and name in engines else "unknown",
+                    engine_reason=engines[name].reason if engines and name in engines else "",
+                    calibration_missing=engines[name].calibration_missing if engines and name in engines else "",
                 )
             )
         relative = self._relative(latency, rate, results)

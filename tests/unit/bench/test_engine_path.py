@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from pytest_triton.bench.budgets import BudgetFile
 from pytest_triton.bench.budgets import load_budgets
 from pytest_triton.bench.budgets import parse_budgets
 from pytest_triton.bench.engine import Calibration
+from pytest_triton.bench.engine import Engine
 from pytest_triton.bench.engine import EnginePath
 from pytest_triton.bench.report import table_lines
 from pytest_triton.bench.report import to_json
@@ -22,6 +24,7 @@ from pytest_triton.bench.results import build_result
 from pytest_triton.bench.sampling import Measurement
 from pytest_triton.bench.sampling import WindowPolicy
 from pytest_triton.bench.sampling import measure
+from pytest_triton.bench.session import TritonBench
 from pytest_triton.errors import ConfigError
 
 MS = 1_000_000
@@ -155,3 +158,53 @@ def test_an_adapter_row_without_calibration_says_why() -> None:
 def test_a_native_row_has_no_calibration_cell() -> None:
     row = build_result("n", "gpu-x", _measured([4.0] * 4), path="native", engine_reason="nothing adapted")
     assert table_lines([row])[2].split()[:7] == ["n", "native", "4.00", "4.00", "4.00", "4.00", "-"]
+
+
+class _Clock:
+    """A clock that only the calls move: each call takes its own fixed time."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.order: list[float] = []
+
+    def __call__(self) -> int:
+        return self.now
+
+    def call(self, ms: float) -> Callable[[], None]:
+        def run() -> None:
+            self.now += int(ms * MS)
+            self.order.append(ms)
+
+        return run
+
+
+def test_measure_times_the_calibration_interleaved_with_the_row() -> None:
+    clock = _Clock()
+    bench = TritonBench(hardware="gpu-x", budgets=BUDGETS, policy=WindowPolicy(window_requests=5), clock=clock)
+    engine = Engine("adapter", "onnx: adapted", "onnx__cal", clock.call(1.0))
+    result = bench.measure("onnx", clock.call(4.0), warmup=2, engine=engine)
+    assert result.path == "adapter"
+    assert result.verdict.status == "pass"  # the adapter budget judges the adapter row
+    assert result.latency is not None
+    assert result.latency.p50_ms == 4.0  # the row's own samples, not the calibration's
+    assert result.calibration is not None
+    assert result.calibration.p50_ms == 1.0
+    assert result.calibration.share == 0.25
+    assert result.calibration.model == "onnx__cal"
+    assert list(result.warmup_s) == ["1"]  # the calibration's warm-up is not the row's
+    measured = clock.order[4:]  # after two warm-up calls of each
+    switches = sum(a != b for a, b in zip(measured, measured[1:]))
+    assert switches >= 5  # windows alternate (row, calibration, row, ...), not one run after the other
+
+
+def test_measure_interleaved_marks_each_row_with_its_path() -> None:
+    clock = _Clock()
+    bench = TritonBench(hardware="gpu-x", budgets=BUDGETS, policy=WindowPolicy(window_requests=5), clock=clock)
+    side = bench.measure_interleaved(
+        {"onnx": clock.call(4.0), "native-onnx": clock.call(3.0)},
+        warmup=0,
+        engines={"onnx": Engine("native", "nothing adapted"), "native-onnx": Engine("native", "nothing adapted")},
+    )
+    assert side["onnx"].path == "native"
+    assert side["onnx"].verdict.status == "not-comparable"  # an adapter budget, a native row
+    assert side["native-onnx"].verdict.status == "pass"
