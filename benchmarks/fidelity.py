@@ -149,21 +149,36 @@ def interleaved_rounds(arms: Mapping[str, Callable[[], Result]], rounds: int) ->
 def table(rounds: Sequence[dict[str, Result]]) -> list[str]:
     """Per round: every arm's p50, its ratio to perf_analyzer's, its client overhead; then the medians."""
     arms = list(rounds[0])
-    head = "| round | " + " | ".join(f"{a} p50 µs | {a} / perf_analyzer | {a} overhead µs" for a in arms) + " |"
-    lines = [head, "|" + "---|" * (1 + 3 * len(arms))]
+
+    def cells(arm: str) -> list[str]:
+        own = ["p50 µs", "overhead µs"] if arm == "perf_analyzer" else ["p50 µs", "/ perf_analyzer", "overhead µs"]
+        return [f"{arm} {c}" for c in own]
+
+    head = ["round", *(c for a in arms for c in cells(a))]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     columns: list[list[float]] = []
+    kinds: list[str] = []
     for index, r in enumerate(rounds, 1):
         base = r["perf_analyzer"].p50_us
-        values = [v for a in arms for v in (r[a].p50_us, r[a].p50_us / base, r[a].overhead_us)]
+        values: list[float] = []
+        kinds = []
+        for a in arms:
+            values.append(r[a].p50_us)
+            kinds.append("us")
+            if a != "perf_analyzer":
+                values.append(r[a].p50_us / base)
+                kinds.append("ratio")
+            values.append(r[a].overhead_us)
+            kinds.append("us")
         columns.append(values)
-        lines.append(f"| {index} | " + " | ".join(_cell(i, v) for i, v in enumerate(values)) + " |")
+        lines.append(f"| {index} | " + " | ".join(_cell(k, v) for k, v in zip(kinds, values)) + " |")
     medians = [statistics.median(c) for c in zip(*columns)]
-    lines.append("| **median** | " + " | ".join(_cell(i, v) for i, v in enumerate(medians)) + " |")
+    lines.append("| **median** | " + " | ".join(_cell(k, v) for k, v in zip(kinds, medians)) + " |")
     return lines
 
 
-def _cell(index: int, value: float) -> str:
-    return f"{value:.3f}" if index % 3 == 1 else f"{value:.0f}"
+def _cell(kind: str, value: float) -> str:
+    return f"{value:.3f}" if kind == "ratio" else f"{value:.0f}"
 
 
 def verdict(rounds: Sequence[dict[str, Result]]) -> list[str]:
