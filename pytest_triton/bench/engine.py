@@ -113,9 +113,13 @@ def engine_of(server: Any, model: str, *, calibrate: bool = True) -> Engine:
     reason = adapted[model].describe()
     if not calibrate:
         return Engine("adapter", reason, calibration_missing="calibration not asked for")
+    control = getattr(server, "control", None)
+    if control is None:
+        missing = f"{type(server).__name__} has no model control: no calibration model can be loaded beside the row"
+        return Engine("adapter", reason, calibration_missing=missing)
     try:
         name = write_calibration_model(Path(prepared.folder), model)
-        server.control.load(name)
+        control.load(name)
     except Exception as exc:  # the row is still measured and marked; the report says why it has no calibration
         return Engine("adapter", reason, calibration_missing=f"calibration model not loaded: {exc}"[:400])
     return Engine("adapter", reason, calibration_model=name)

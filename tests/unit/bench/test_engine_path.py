@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from pytest_triton.bench.budgets import parse_budgets
 from pytest_triton.bench.engine import Calibration
 from pytest_triton.bench.engine import Engine
 from pytest_triton.bench.engine import EnginePath
+from pytest_triton.bench.engine import engine_of
 from pytest_triton.bench.report import table_lines
 from pytest_triton.bench.report import to_json
 from pytest_triton.bench.report import to_markdown
@@ -193,7 +195,7 @@ def test_measure_times_the_calibration_interleaved_with_the_row() -> None:
     assert result.calibration.model == "onnx__cal"
     assert list(result.warmup_s) == ["1"]  # the calibration's warm-up is not the row's
     measured = clock.order[4:]  # after two warm-up calls of each
-    switches = sum(a != b for a, b in zip(measured, measured[1:]))
+    switches = sum(a != b for a, b in itertools.pairwise(measured))
     assert switches >= 5  # windows alternate (row, calibration, row, ...), not one run after the other
 
 
@@ -208,3 +210,28 @@ def test_measure_interleaved_marks_each_row_with_its_path() -> None:
     assert side["onnx"].path == "native"
     assert side["onnx"].verdict.status == "not-comparable"  # an adapter budget, a native row
     assert side["native-onnx"].verdict.status == "pass"
+
+
+def test_a_server_without_model_control_gets_an_adapter_row_without_calibration(tmp_path: Path) -> None:
+    # a SageMaker endpoint (or sagemaker-local's container) serves /invocations only: nothing is written for it
+    class _Adapted:
+        name = "onnx"
+
+        def describe(self) -> str:
+            return "onnx: served by the python-backend ONNX Runtime adapter on CPUExecutionProvider"
+
+    class _Prepared:
+        folder = tmp_path
+        adapted = (_Adapted(),)
+
+    class SageMakerLike:
+        prepared = _Prepared()
+        control = None
+
+    engine = engine_of(SageMakerLike(), "onnx")
+    assert engine.path == "adapter"
+    assert engine.calibration_model is None
+    assert "SageMakerLike has no model control" in engine.calibration_missing
+    assert list(tmp_path.iterdir()) == []
+    assert engine_of(None, "onnx").path == "in-process"
+    assert engine_of(object(), "onnx").path == "unknown"
