@@ -1,13 +1,34 @@
-"""Repository-wide pytest configuration: where the shared conformance corpus lives."""
+"""Repository-wide pytest configuration: where the shared conformance corpus lives, and Hypothesis profiles.
+
+Hypothesis profiles: ``local`` (the default) searches at random, a new seed each run; ``ci`` is derandomized
+(the same examples every run, from each test's own source), so a red CI run is the code's doing and
+reproduces. ``ci`` is chosen where ``CI`` is set (GitHub Actions sets ``CI=true``; ``.ci/run`` sets
+``HYPOTHESIS_PROFILE=ci``), ``HYPOTHESIS_PROFILE=NAME`` picks either one anywhere.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).parent
 CONFORMANCE = ROOT.parent / "shared" / "conformance"
+
+
+def _hypothesis_profiles() -> None:
+    try:
+        from hypothesis import settings
+    except ImportError:  # the tests that use Hypothesis are skipped where it is missing
+        return
+    settings.register_profile("local")
+    settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+    chosen = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "local")
+    settings.load_profile(chosen)
+
+
+_hypothesis_profiles()
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from pytest_triton.config.positions import PositionIndex
+from pytest_triton.config.positions import Tokenized
 from pytest_triton.config.positions import index_tokens
 from pytest_triton.config.positions import tokenize
 from pytest_triton.errors import ConfigSyntaxError
@@ -146,6 +147,9 @@ def parse_config(text: str, path: str = CONFIG_FILENAME, *, max_literal_bytes: i
     from pytest_triton.config.fastparse import build_message
 
     tokenized = tokenize(text, max_literal_bytes=max_literal_bytes, path=path)
+    for kind, literal, offset in tokenized.tokens:
+        if kind == "s" and "\\" in literal:
+            _check_escapes(literal, offset, tokenized, path)
     cls = model_config_class()
     message = cls()
     try:
@@ -164,6 +168,47 @@ def parse_config(text: str, path: str = CONFIG_FILENAME, *, max_literal_bytes: i
     positions = index_tokens(tokenized)
     _reject_plus_signs(text, positions, path)
     return ParsedConfig(message=message, text=text, path=path, positions=positions)
+
+
+_SIMPLE_ESCAPES = frozenset("abfnrtv\\?'\"01234567")
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _check_escapes(literal: str, offset: int, tokenized: Tokenized, path: str) -> None:
+    """Refuse an escape that Triton's C++ text parser refuses, with its message and position (the character
+    where its tokenizer stopped); Python's parser keeps ``\\o`` as it is, with a DeprecationWarning."""
+    i, end = 1, len(literal) - 1  # inside the quotes
+    while i < end:
+        if literal[i] != "\\":
+            i += 1
+            continue
+        kind = literal[i + 1]
+        at, need, message = i + 1, 0, "Invalid escape sequence in string literal."
+        if kind in _SIMPLE_ESCAPES:
+            i += 2
+            continue
+        if kind == "x":
+            at, need, message = i + 2, 1, "Expected hex digits for escape sequence."
+        elif kind == "u":
+            at, need, message = i + 2, 4, "Expected four hex digits for \\u escape sequence."
+        elif kind == "U":
+            at, need, message = i + 2, 8, "Expected eight hex digits up to 10ffff for \\U escape sequence"
+        digits = 0
+        while digits < need and at < end and _allowed(kind, digits, literal[at]):
+            at, digits = at + 1, digits + 1
+        if digits < need or not need:
+            line, col = tokenized.lines.position(offset + at)
+            raise ConfigSyntaxError(message, path=path, line=line, col=col)
+        i = at
+
+
+def _allowed(kind: str, index: int, char: str) -> bool:
+    """Whether ``char`` may stand at ``index`` of a \\x, \\u or \\U escape's digits (\\U: 00, 0 or 1, hex)."""
+    if kind == "U" and index < 2:
+        return char == "0"
+    if kind == "U" and index == 2:
+        return char in "01"
+    return char in _HEX
 
 
 def _reject_plus_signs(text: str, positions: PositionIndex, path: str) -> None:

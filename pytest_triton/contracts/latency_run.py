@@ -76,15 +76,16 @@ def target(run: ContractRun, name: str, hardware: str) -> Target:
         return Target(name, transport, model, batches, name, notes=notes)
     variant = declaration.variants[name]
     served = run.servers.serve(variant)
+    outputs = run.requested_outputs(variant)  # an ensemble's: a set it answers (ContractRun.request_notes says why)
     return Target(
         name,
         served.transport,
         variant.model,
         batching(run.servers.folder(variant.repository), variant.model),
         variant.budget_name(hardware),
-        outputs=run.requested_outputs(variant),
+        outputs=outputs,
         http_url=served.http_url,
-        notes=(f"contract {declaration.path.name}: variant {name!r}", *served.notes),
+        notes=(f"contract {declaration.path.name}: variant {name!r}", *served.notes, *run.notes_for(name)),
         server=served.server,
         new_transport=lambda: served.server.transport(inference_protocol(variant, served.server.urls)),
     )

@@ -13,6 +13,7 @@ import time
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from typing import final
 
@@ -35,6 +36,7 @@ from pytest_triton.contracts.spec import Declaration
 from pytest_triton.contracts.spec import Generated
 from pytest_triton.contracts.spec import Variant
 from pytest_triton.contracts.spec import precision_tolerance
+from pytest_triton.errors import ConfigError
 from pytest_triton.errors import MissingDependency
 from pytest_triton.parity import LabelReport
 from pytest_triton.parity import ParityReport
@@ -113,6 +115,31 @@ def infer(
     return transport.infer(model, select_inputs(tensors, names), list(outputs))
 
 
+def working_outputs(folder: Path, model: str, wanted: Sequence[str]) -> tuple[list[str], str | None]:
+    """What to ask ``model`` of ``folder`` for so that Triton 2.51 answers with ``wanted``, and a note when that
+    is more: an ensemble can deadlock on a request for some of its outputs (lint rule E322), so the smallest set
+    holding ``wanted`` that it answers is asked for instead (the extra outputs are not compared)."""
+    from pytest_triton.config import read_config
+    from pytest_triton.config.ensemble_outputs import DEADLOCK
+    from pytest_triton.config.ensemble_outputs import working_request
+
+    path = folder / model / "config.pbtxt"
+    try:
+        config = read_config(path).message if wanted and path.is_file() else None
+    except (OSError, ConfigError):
+        config = None  # the server refuses it and says why
+    if config is None or config.platform != "ensemble":
+        return list(wanted), None
+    asked = working_request(config, wanted)
+    if len(asked) == len(wanted):
+        return asked, None
+    alone, extra = ", ".join(wanted), ", ".join(asked[len(wanted) :])
+    return asked, (
+        f"ensemble {model!r} is asked for {extra} besides {alone}: Triton 2.51 answers a request for only "
+        f"{alone} with {DEADLOCK!r} (lint rule E322)"
+    )
+
+
 @final
 class ContractRun:
     """One declaration in one session: serves its variants lazily and keeps the reference's outputs."""
@@ -124,6 +151,7 @@ class ContractRun:
         self._reference: tuple[Transport, str] | None = None
         self._reference_outputs: dict[str, NDArray[Any]] | None = None
         self._generated: tuple[list[GeneratedInput], bool] | None = None
+        self.request_notes: dict[str, str] = {}  # variant name -> why it is asked for more outputs than compared
 
     # -- inputs ----------------------------------------------------------------------------------------------
 
@@ -171,18 +199,30 @@ class ContractRun:
         if self._reference_outputs is None:
             transport, model = self.reference()
             names = self.output_names()
+            names = self._reference_request(names)
             self._reference_outputs = _concat([infer(transport, model, s.tensors, names) for s in self.samples()])
         return self._reference_outputs
 
     # -- parity ----------------------------------------------------------------------------------------------
 
     def requested_outputs(self, variant: Variant) -> list[str]:
-        """What to ask a variant for. Over HTTP: every output (none named), since Triton 2.51 fails an ensemble
-        request for a subset of its outputs with "unexpected deadlock, at least one output is not set"."""
+        """What to ask a variant for. Over HTTP: every output (none named); else the compared outputs and labels,
+        plus what an ensemble needs to answer them (see :func:`working_outputs`, noted in ``request_notes``)."""
         if variant.protocol == "http":
             return []
         labels = [c.outputs[variant.name] for c in self.declaration.labels if variant.name in c.outputs]
-        return [variant.output_name(n) for n in self.output_names()] + labels
+        return self._ask(variant, [variant.output_name(n) for n in self.output_names()] + labels)
+
+    def _ask(self, variant: Variant, wanted: list[str]) -> list[str]:
+        asked, note = working_outputs(self.servers.folder(variant.repository), variant.model, wanted)
+        if note is not None:
+            self.request_notes[variant.name] = note
+        return asked
+
+    def _reference_request(self, names: list[str]) -> list[str]:
+        """The outputs to ask the reference for: a served reference is an ensemble as often as a variant."""
+        served = self.declaration.reference.variant
+        return names if served is None else self._ask(self.declaration.variants[served], names)
 
     def _candidate(self, served: ServedVariant, tensors: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
         variant = served.variant
@@ -231,7 +271,13 @@ class ContractRun:
         candidate = _concat([self._candidate(served, s.tensors) for s in samples])
         checks = self._compare(variant, served, reference, candidate, _row_ids(samples))
         where = os.path.relpath(str(self.declaration.inputs.samples), self.declaration.path.parent)
-        return ParityOutcome(name, self.declaration.reference.name, tuple(checks), f"{len(samples)} samples of {where}")
+        text = "; ".join([f"{len(samples)} samples of {where}", *self.notes_for(name)])
+        return ParityOutcome(name, self.declaration.reference.name, tuple(checks), text)
+
+    def notes_for(self, name: str) -> list[str]:
+        """Why variant ``name`` (or the served reference) was asked for more outputs than compared."""
+        keys = dict.fromkeys([name, self.declaration.reference.variant or ""])
+        return [self.request_notes[k] for k in keys if k in self.request_notes]
 
     def _parity_generated(self, variant: Variant, served: ServedVariant, generated: Generated) -> ParityOutcome:
         try:
@@ -250,7 +296,7 @@ class ContractRun:
         if not batching(self.servers.folder(variant.repository), variant.model):
             batch = None
         transport, model = self.reference()
-        names = self.output_names()
+        names = self._reference_request(self.output_names())
         rows = [f"row {i}" for i in range(batch or 1)]
         deadline = time.monotonic() + generated.max_seconds
         tried = 0
@@ -283,9 +329,12 @@ class ContractRun:
         except NoSuchExample:
             minimal = None
         spent = time.monotonic() - started
-        text = (
-            f"{tried} generated inputs (seed={generated.seed}, {spent:.1f} s; "
-            f"reproduce with [inputs.generate] seed = {generated.seed})"
+        text = "; ".join(
+            [
+                f"{tried} generated inputs (seed={generated.seed}, {spent:.1f} s; "
+                f"reproduce with [inputs.generate] seed = {generated.seed})",
+                *self.notes_for(variant.name),
+            ]
         )
         if minimal is None:
             found = f"no disagreement found on {text}; the checks on the last input:"

@@ -16,6 +16,7 @@ import re
 import stat
 import tempfile
 import traceback
+import warnings
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
@@ -322,6 +323,21 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _warning_findings(reporter: Reporter, target: Path, warned: list[warnings.WarningMessage]) -> list[Finding]:
+    """X002 for each distinct warning a library gave while linting ``target``: shown, never raised."""
+    start = len(reporter.findings)
+    for text, where in dict.fromkeys(
+        (f"{w.category.__name__}: {w.message}", f"{Path(w.filename).name}:{w.lineno}") for w in warned
+    ):
+        reporter.add(
+            "X002",
+            target,
+            f"a library warned while linting: {text} ({where})",
+            "the findings are complete; the warning was caught, not raised (report it if it names the config)",
+        )
+    return reporter.findings[start:]
+
+
 def lint_target(
     path: str | Path, *, sagemaker_default_model: str | None = None, limits: LintLimits | None = None
 ) -> LintResult:
@@ -329,8 +345,10 @@ def lint_target(
     target = Path(path)
     reporter = Reporter(limits=limits or LintLimits())
     try:
-        with _collector_paused():
+        with _collector_paused(), warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")  # under -W error a library's warning would end the run as X001
             result = _lint(target, reporter, sagemaker_default_model)
+        result.groups.setdefault("", []).extend(_warning_findings(reporter, target, warned))
     except RecursionError as exc:
         reporter.add("X001", target, f"linting stopped: {exc}", "this is a bug in pytest-triton")
         result = _grouped(reporter, {}, [], lambda owner, path: True)

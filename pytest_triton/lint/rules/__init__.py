@@ -16,6 +16,7 @@ RULE_MODULES = (
     "layout",
     "schema",
     "ensemble",
+    "ensemble_requests",
     "accelerators",
     "onnx_model",
     "deployment",

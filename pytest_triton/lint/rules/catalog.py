@@ -47,6 +47,7 @@ _TABLE: list[tuple[str, Severity, str]] = [  # the linter's own families: C, L, 
     ("D609", "info", "archive member too large to check: checked by name and size only"),
     # the linter itself
     ("X001", "error", "internal error in a lint rule (a linter bug: please report it)"),
+    ("X002", "info", "a library warned while linting (caught and shown, never raised)"),
 ]
 
 RuleTable = list[tuple[str, Severity, str]]

@@ -1,0 +1,64 @@
+"""Requests for some of an ensemble's outputs (E322): the sets Triton 2.51 answers with a deadlock.
+
+Triton loads such an ensemble; it is the request naming only some outputs that fails, at run time, with
+``in ensemble 'E', ... unexpected deadlock, at least one output is not set while no more ensemble steps
+can be made`` (the pruning is in :mod:`pytest_triton.config.ensemble_outputs`). A warning, on the
+first ensemble output that a step also reads (the usual cause), naming the failing sets and some that work.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from pytest_triton.config.ensemble_outputs import DEADLOCK
+from pytest_triton.config.ensemble_outputs import failing_output_sets
+from pytest_triton.config.ensemble_outputs import output_names
+from pytest_triton.config.ensemble_outputs import request_works
+from pytest_triton.lint.context import ModelContext
+from pytest_triton.lint.rules.catalog import RuleTable
+from pytest_triton.lint.rules.ensemble import is_ensemble
+
+RULES: RuleTable = [
+    ("E322", "warning", "a request for only some of the ensemble's outputs deadlocks in Triton"),
+]
+
+SHOWN = 4  # sets named in a finding, of each kind
+
+
+def _sets(sets: list[tuple[str, ...]]) -> str:
+    shown = ", ".join("{" + ", ".join(s) + "}" for s in sets[:SHOWN])
+    return shown + (f" and {len(sets) - SHOWN} more" if len(sets) > SHOWN else "")
+
+
+def check_partial_requests(model: ModelContext) -> None:
+    if not is_ensemble(model):
+        return
+    cfg = model.config
+    steps = cfg.ensemble_scheduling.step
+    if len(cfg.output) < 2 or not len(steps) or any(not (len(s.input_map) and len(s.output_map)) for s in steps):
+        return
+    if not request_works(cfg, []):  # some output is never written: E309 says so
+        return
+    failing = failing_output_sets(cfg)
+    if not failing:
+        return
+    name = str(cfg.name) or model.name
+    outputs = output_names(cfg)
+    read = {t for s in steps for t in s.input_map.values()}
+    causes = [o for o in outputs if o in read]
+    failed = set(failing)
+    working = [s for size in range(1, len(outputs)) for s in itertools.combinations(outputs, size) if s not in failed]
+    message = f"in ensemble '{name}', a request for only the outputs {_sets(failing)} fails in Triton: '{DEADLOCK}'"
+    because = (
+        f"{', '.join(causes)} {'is an output' if len(causes) == 1 else 'are outputs'} that a later step also "
+        "reads: a request without it prunes the step that writes it, and the step reading it never runs"
+        if causes
+        else "a request without some outputs prunes steps that the requested ones need"
+    )
+    works = f"sets that work: {_sets(working)}, or all outputs" if working else "only a request for all outputs works"
+    where = ("output", outputs.index(causes[0])) if causes else ("ensemble_scheduling",)
+    model.report("E322", message, f"{because}; {works} (a request naming no output gets them all)", *where)
+
+
+MODEL_CHECKS = [check_partial_requests]
+REPOSITORY_CHECKS: list[object] = []
