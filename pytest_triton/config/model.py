@@ -7,9 +7,12 @@ a hand-written grammar.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import re
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -157,7 +160,8 @@ def parse_config(text: str, path: str = CONFIG_FILENAME, *, max_literal_bytes: i
     except Unsupported:
         message = cls()  # protobuf's own parser: the reference result and error messages
         try:
-            _parse_text(text, message)
+            with _quiet_escapes():
+                _parse_text(text, message)
         except text_format.ParseError as exc:
             line = exc.GetLine() or 0
             col = exc.GetColumn() or 0
@@ -165,9 +169,19 @@ def parse_config(text: str, path: str = CONFIG_FILENAME, *, max_literal_bytes: i
             raise ConfigSyntaxError(message_text, path=path, line=line, col=col) from exc
         except (ValueError, RecursionError) as exc:  # refused by the message itself, without a position
             raise ConfigSyntaxError(str(exc), path=path) from exc
-    positions = index_tokens(tokenized)
+    with _quiet_escapes():
+        positions = index_tokens(tokenized)
     _reject_plus_signs(text, positions, path)
     return ParsedConfig(message=message, text=text, path=path, positions=positions)
+
+
+@contextlib.contextmanager
+def _quiet_escapes() -> Iterator[None]:
+    """protobuf's Python unescaping warns on ``\\?``, an escape C++ reads as ``?`` (every escape C++ refuses is
+    refused before, by :func:`_check_escapes`): a warning there says nothing about the config."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"google\.protobuf\.")
+        yield
 
 
 _SIMPLE_ESCAPES = frozenset("abfnrtv\\?'\"01234567")

@@ -53,7 +53,8 @@ def check_partial_requests(model: ModelContext) -> None:
         f"{', '.join(causes)} {'is an output' if len(causes) == 1 else 'are outputs'} that a later step also "
         "reads: a request without it prunes the step that writes it, and the step reading it never runs"
         if causes
-        else "a request without some outputs prunes steps that the requested ones need"
+        else "a request without some outputs prunes the steps that write them, and an ensemble input left "
+        "without readers then prunes step 0 too (Triton takes step 0 as the writer of a tensor no step writes)"
     )
     works = f"sets that work: {_sets(working)}, or all outputs" if working else "only a request for all outputs works"
     where = ("output", outputs.index(causes[0])) if causes else ("ensemble_scheduling",)

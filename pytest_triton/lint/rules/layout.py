@@ -95,19 +95,13 @@ def _check_versions(model: ModelContext) -> None:
             number = _number_in(child.name)
             if number is not None:
                 skipped.append(child.name)
-                model.report_file(
-                    "L102",
-                    child,
-                    f"version folder {child.name!r} is ignored by Triton (a version is an integer without "
-                    "leading zeros)",
-                    f"rename it to {number}/",
-                )
+                model.report_file("L102", child, ignored_version_message(child.name), f"rename it to {number}/")
         elif not -INT64_MAX - 1 <= version <= INT64_MAX:
             model.report_file(
                 "L110",
                 child,
                 f"version folder {child.name!r} does not fit in int64: tritonserver aborts while polling "
-                "(std::out_of_range from stoll)",
+                "(terminate called after throwing an instance of 'std::out_of_range', what(): stoll)",
                 "use a small integer such as 1/",
             )
         elif not is_canonical_version(child.name):
@@ -131,6 +125,13 @@ def _check_versions(model: ModelContext) -> None:
             + (policy or ": no version folder"),
             "add a folder named 1/ holding the model file" if not policy else "fix version_policy or the folders",
         )
+
+
+def ignored_version_message(name: str) -> str:
+    """The warning Triton logs when it skips the folder ``name`` of a model (model_lifecycle.cc)."""
+    if len(name) > 1 and name.startswith("0"):
+        return f"ignore version directory '{name}' which contains leading zeros in its directory name"
+    return f"ignore version directory '{name}' which fails to convert to integral number"
 
 
 def _policy_text(model: ModelContext) -> str:
@@ -191,8 +192,9 @@ def check_name(model: ModelContext) -> None:
     if config.name and config.name != model.name:
         model.report(
             "L103",
-            f"model name {config.name!r} in config.pbtxt differs from its folder {model.name!r}",
-            f"set name: {model.name!r} (or rename the folder); Triton refuses the mismatch",
+            f"unexpected directory name '{model.name}' for model '{config.name}', directory name must equal "
+            "model name",
+            f"set name: {model.name!r} in config.pbtxt (or rename the folder to {config.name!r})",
             "name",
         )
 
