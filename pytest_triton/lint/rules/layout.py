@@ -192,8 +192,7 @@ def check_name(model: ModelContext) -> None:
     if config.name and config.name != model.name:
         model.report(
             "L103",
-            f"unexpected directory name '{model.name}' for model '{config.name}', directory name must equal "
-            "model name",
+            f"unexpected directory name '{model.name}' for model '{config.name}', directory name must equal model name",
             f"set name: {model.name!r} in config.pbtxt (or rename the folder to {config.name!r})",
             "name",
         )

@@ -268,9 +268,10 @@ def _suggest(name: str, choices: Any) -> str:
 def autocompleted(model: ModelContext) -> Any | None:
     """``model``'s config as the onnxruntime backend completes it at load, or None where it fills nothing in.
 
-    AutoCompleteMaxBatch and AutoCompleteIO on the newest version's file: a config without inputs gets every
-    model input, one without outputs every output, with the model's data types and its dims (the batch
-    dimension dropped when max_batch_size > 0). None also where the file cannot be read or completing would
+    AutoCompleteMaxBatch and AutoCompleteIO on the newest version's file: a config without inputs (batch_input
+    entries count as inputs) gets every model input, one without outputs every output, with the model's data
+    types and its dims (the batch dimension dropped when max_batch_size > 0; none left: dims [1], with an empty
+    reshape when batching). None also where the file cannot be read or completing would
     fail (O501 / O507 say why), so that nothing is checked against a guess.
     """
     if "autocompleted" not in model.memo:  # every ensemble step naming the model asks again
@@ -280,7 +281,7 @@ def autocompleted(model: ModelContext) -> Any | None:
 
 def _autocomplete(model: ModelContext) -> Any | None:
     cfg = model.config
-    if normalized(model).backend != "onnxruntime" or (len(cfg.input) and len(cfg.output)):
+    if normalized(model).backend != "onnxruntime" or (len(cfg.input) + len(cfg.batch_input) and len(cfg.output)):
         return None
     files = model_files(model)
     if not files or (model.repository is not None and not model.repository.holds_content(files[-1])):
@@ -305,7 +306,9 @@ def _autocomplete(model: ModelContext) -> Any | None:
                 return None
             entry = getattr(done, kind).add(name=tensor.name)
             entry.data_type = data_types[BY_ONNX[tensor.elem_type].config].number
-            entry.dims.extend(tensor.dims[drop:])
+            entry.dims.extend(tensor.dims[drop:] or [1])  # no dims left: [1], reshaped to [] when batching
+            if not tensor.dims[drop:] and done.max_batch_size > 0:
+                entry.reshape.SetInParent()
     return done
 
 

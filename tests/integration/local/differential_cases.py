@@ -342,7 +342,7 @@ def _expand(templates: list[tuple[str, Expect]]) -> Edit:
 MUTATIONS.extend(_text_mutation(name, pattern, _expand(templates)) for name, pattern, templates in TEXT_EDITS)
 
 
-def _text_edit(name: str, pattern: str) -> Callable[[Edit], Edit]:
+def text_edit(name: str, pattern: str) -> Callable[[Edit], Edit]:
     def register(edit: Edit) -> Edit:
         MUTATIONS.append(_text_mutation(name, pattern, edit))
         return edit
@@ -353,7 +353,7 @@ def _text_edit(name: str, pattern: str) -> Callable[[Edit], Edit]:
 _FIELDS = ("max_batch_size", "data_type", "dims", "backend", "platform", "kind", "count", "input_map", "output_map")
 
 
-@_text_edit("misspell_field", r"\b(" + "|".join(_FIELDS) + r")(?=:| \{)")
+@text_edit("misspell_field", r"\b(" + "|".join(_FIELDS) + r")(?=:| \{)")
 def _misspell(draw: st.DrawFn, match: re.Match[str]) -> tuple[str, Expect]:
     word = match.group()
     how = draw(st.sampled_from(["swap", "double", "suffix"]))
@@ -363,7 +363,7 @@ def _misspell(draw: st.DrawFn, match: re.Match[str]) -> tuple[str, Expect]:
     return (typo if typo != word else word + "s"), "reject"
 
 
-@_text_edit("enum_by_number", r"\b(data_type|kind): ((?:TYPE|KIND)_[A-Z0-9]+)\b")
+@text_edit("enum_by_number", r"\b(data_type|kind): ((?:TYPE|KIND)_[A-Z0-9]+)\b")
 def _enum_number(draw: st.DrawFn, match: re.Match[str]) -> tuple[str, Expect]:
     field_name, label = match.group(1), match.group(2)
     holder = model_config_class().DESCRIPTOR.fields_by_name["input" if field_name == "data_type" else "instance_group"]
@@ -372,18 +372,18 @@ def _enum_number(draw: st.DrawFn, match: re.Match[str]) -> tuple[str, Expect]:
     return f"{field_name}: {number}", "accept" if known is not None and number == known.number else "either"
 
 
-@_text_edit("enum_out_of_range", r"\b(data_type|kind): ((?:TYPE|KIND)_[A-Z0-9]+)\b")
+@text_edit("enum_out_of_range", r"\b(data_type|kind): ((?:TYPE|KIND)_[A-Z0-9]+)\b")
 def _enum_out_of_range(draw: st.DrawFn, match: re.Match[str]) -> tuple[str, Expect]:
     number = draw(st.sampled_from([2**31, 2**32, -(2**31) - 1, 2**63]))
     return f"{match.group(1)}: {number}", "reject"
 
 
-@_text_edit("integer_hex", r"^max_batch_size: (\d+)$")
+@text_edit("integer_hex", r"^max_batch_size: (\d+)$")
 def _integer_hex(draw: st.DrawFn, match: re.Match[str]) -> tuple[str, Expect]:
     return f"max_batch_size: {hex(int(match.group(1)))}", "either"
 
 
-@_text_edit("bool_spelling", r"^input \{$|^input \[\n  \{")
+@text_edit("bool_spelling", r"^input \{$|^input \[\n  \{")
 def _bool_spelling(draw: st.DrawFn, match: re.Match[str]) -> tuple[str, Expect]:
     word = draw(st.sampled_from(["true", "True", "t", "1", "false", "False", "f", "0", "TRUE", "yes", "2"]))
     return f"{match.group()} optional: {word}", "reject" if word in ("TRUE", "yes", "2") else "accept"

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck
 from hypothesis import Phase
@@ -47,6 +48,10 @@ if not sys.platform.startswith("linux") or importlib.util.find_spec("pytriton") 
     )
 
 from pytest_triton.client.rest import TritonRest
+from pytest_triton.client.transports import TritonHttpTransport
+from pytest_triton.config import parse_config
+from pytest_triton.config.ensemble_outputs import DEADLOCK
+from pytest_triton.config.ensemble_outputs import request_works
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.errors import ServerError
 from pytest_triton.lint import Finding
@@ -54,12 +59,16 @@ from pytest_triton.lint import lint_path
 from pytest_triton.servers import LocalLauncher
 from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.wait import wait_models_unloaded
+from tests.unit.lint.layout_cases import CASES as LAYOUT_CASES
+from tests.unit.lint.layout_cases import LayoutCase
 
 from .differential_cases import MUTATIONS
 from .differential_cases import TOKEN
 from .differential_cases import Case
 from .differential_cases import Mutation
 from .differential_cases import cases
+from .differential_requests import RequestCase
+from .differential_requests import request_cases
 
 pytestmark = pytest.mark.xdist_group("embedded-triton")
 
@@ -68,6 +77,7 @@ UNLOAD_BATCH = 48  # models left loaded before a batch unload: each python model
 LOAD_TIMEOUT = 20.0  # a python model loads in ~1.5 s; the python backend hangs when its model file is missing
 EXAMPLES = int(os.environ.get("PYTEST_TRITON_DIFFERENTIAL_EXAMPLES", "6"))
 SECONDS = float(os.environ.get("PYTEST_TRITON_DIFFERENTIAL_SECONDS", "2.0"))
+REQUEST_EXAMPLES = int(os.environ.get("PYTEST_TRITON_DIFFERENTIAL_REQUEST_EXAMPLES", "10"))
 
 
 def _core_error(finding: Finding) -> bool:
@@ -112,6 +122,9 @@ class Tally:
     rules: collections.Counter[str] = field(default_factory=collections.Counter)
     disagreements: list[Disagreement] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)  # both sides agree, but not as the mutation meant
+    requests: int = 0  # requests for some of an ensemble's outputs, sent to Triton and predicted
+    requests_failed: int = 0  # of them, those Triton answered with the deadlock
+    request_disagreements: list[str] = field(default_factory=list)
 
     def summary(self) -> list[str]:
         lines = [
@@ -122,7 +135,13 @@ class Tally:
             f"mutation kinds run: {len(self.kinds)} of {len(MUTATIONS)}",
             "core-level error rules reported: " + " ".join(f"{r}x{n}" for r, n in sorted(self.rules.items())),
         ]
+        if self.requests:
+            lines.append(
+                f"{self.requests} requests for sets of an ensemble's outputs: {self.requests_failed} failed in Triton "
+                f"with the deadlock; {len(self.request_disagreements)} disagreement(s) with the prediction (E322)"
+            )
         lines += [f"agreed, but not as the mutation meant: {note}" for note in self.unexpected]
+        lines += [f"REQUEST DISAGREEMENT: {note}" for note in self.request_disagreements]
         for index, disagreement in enumerate(self.disagreements, 1):
             lines += [f"DISAGREEMENT {index}:", *disagreement.report().splitlines()]
         return lines
@@ -134,11 +153,13 @@ def tally(request: pytest.FixtureRequest) -> Iterator[Tally]:
     counts = Tally()
     yield counts
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None and counts.compared:
-        reporter.write("\n")
-        reporter.write_sep("-", "linter vs Triton differential")
-        for line in counts.summary():
-            reporter.write_line(line)
+    capture = request.config.pluginmanager.get_plugin("capturemanager")  # teardown output is captured otherwise
+    if reporter is not None and (counts.compared or counts.requests):
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            reporter.write("\n")
+            reporter.write_sep("-", "linter vs Triton differential")
+            for line in counts.summary():
+                reporter.write_line(line)
 
 
 @dataclass
@@ -297,3 +318,84 @@ def test_linter_agrees_with_triton(kind: Mutation, servers: dict[bool, Server], 
     if found:
         reports = "\n\n".join(d.report() for d in found)
         pytest.fail(f"the linter and Triton disagree on {len(found)} repositories:\n\n{reports}", pytrace=False)
+
+
+def _requests(server: Server, tally: Tally, drawn: RequestCase) -> list[str]:
+    """Every non-empty set of the outputs, requested from the served ensemble; what disagrees with the prediction."""
+    triton, prefix = server.revive(), f"d{next(tally.prefixes)}_"
+    folders = drawn.case.write(server.served, prefix)
+    target = drawn.case.target.replace(TOKEN, prefix)
+    transport = TritonHttpTransport(triton.urls.need("http"))
+    wrong: list[str] = []
+    try:
+        findings = lint_path(server.served / target)
+        error = _load(triton, target)
+        where = f"{drawn.case.mutation}\n{drawn.case.describe(prefix)}"
+        if error is not None or any(_core_error(f) for f in findings):
+            return [f"the drawn ensemble does not load cleanly: {error}; {[f.format() for f in findings]}\n{where}"]
+        config = parse_config((server.served / target / "config.pbtxt").read_text()).message
+        inputs = {name: np.ones([1], np.float32) for name in drawn.inputs}
+        failing = []
+        for size in range(1, len(drawn.outputs) + 1):
+            for subset in itertools.combinations(drawn.outputs, size):
+                try:
+                    transport.infer(target, inputs, list(subset))
+                    answer: str | None = None
+                except Exception as exc:
+                    answer = str(exc)
+                tally.requests += 1
+                tally.requests_failed += answer is not None
+                if answer is not None and DEADLOCK not in answer:
+                    wrong.append(f"request for {subset} failed otherwise: {answer}\n{where}")
+                elif (answer is None) != request_works(config, subset):
+                    said = "answers" if answer is None else "deadlocks"
+                    wrong.append(f"Triton {said} a request for {subset}, predicted the opposite\n{where}")
+                if answer is not None:
+                    failing.append(subset)
+        warned = [f for f in findings if f.rule == "E322"]
+        named = failing and "{" + ", ".join(failing[0]) + "}" in (warned[0].message if warned else "")
+        if bool(failing) != bool(warned) or (failing and not named):
+            wrong.append(f"E322 {[f.message for f in warned]} but Triton failed the sets {failing}\n{where}")
+    finally:
+        transport.close()
+        server.retire(drawn.case.names(prefix), folders)
+    return wrong
+
+
+def test_partial_output_requests_agree_with_triton(servers: dict[bool, Server], tally: Tally) -> None:
+    server = servers[False]
+    found: list[str] = []
+
+    @settings(
+        max_examples=REQUEST_EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        phases=(Phase.explicit, Phase.generate),
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+    )
+    @given(request_cases())
+    def compare(drawn: RequestCase) -> None:
+        found.extend(_requests(server, tally, drawn))
+
+    compare()
+    tally.request_disagreements += found
+    if found:
+        reports = "\n\n".join(found)
+        pytest.fail(f"{len(found)} disagreement(s) on requests for some outputs:\n\n{reports}", pytrace=False)
+
+
+@pytest.mark.parametrize("case", LAYOUT_CASES, ids=[c.id for c in LAYOUT_CASES])
+def test_layout_rules_quote_what_triton_says(case: LayoutCase, servers: dict[bool, Server], tally: Tally) -> None:
+    """The texts the L rules quote (tests/unit/lint/layout_cases.py) are what this Triton says."""
+    server = servers[False]
+    triton, name = server.revive(), f"d{next(tally.prefixes)}_layout"
+    folder = case.write(server.served, name)
+    try:
+        error = _load(triton, name)
+        said = triton.logs() if case.logged else (error or "")
+        assert (error is None) is case.logged, f"{case.id}: Triton answered the load with {error!r}"
+        assert case.text(name) in said, f"{case.id}: Triton did not say {case.text(name)!r}; it said: {said[-2000:]}"
+        assert [f for f in lint_path(folder) if f.rule == case.rule and case.text(name) in f.message]
+    finally:
+        server.retire([name], [folder])

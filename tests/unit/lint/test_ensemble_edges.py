@@ -109,3 +109,15 @@ def test_an_onnx_step_that_cannot_batch_is_left_to_o507_not_guessed(tmp_path: Pa
     found = lint_path(tmp_path)
     assert "O507" in [f.rule for f in found]
     assert not [f.format() for f in found if f.rule.startswith("E")]
+
+
+def test_an_onnx_step_with_only_a_batch_dimension_is_completed_as_dims_1(tmp_path: Path) -> None:
+    # AutoCompleteIO writes dims [1] (reshape [] when batching) where dropping the batch dimension leaves
+    # none: b's [1] then agrees; completing it as [] reported [-1] against [-1,1]
+    ort_step_repository(tmp_path, ["batch"], 1, "1", "TYPE_FP32")
+    assert not [f.format() for f in lint_path(tmp_path) if f.rule.startswith("E")]
+    write_model(tmp_path, "b", python_step("b", 8, "2", "16"), {"1/model.py": ""})
+    (finding,) = [f for f in lint_path(tmp_path) if f.rule.startswith("E")]
+    assert (
+        "inconsistent shape: [-1,1] is inferred from model a while [-1,2] is inferred from model b" in finding.message
+    )

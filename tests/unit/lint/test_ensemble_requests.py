@@ -86,7 +86,8 @@ def branches(first: str) -> str:
     }
     return (
         'name: "e"\nplatform: "ensemble"\n'
-        'input { name: "IN1" data_type: TYPE_FP32 dims: [ 1 ] }\ninput { name: "IN2" data_type: TYPE_FP32 dims: [ 1 ] }\n'
+        'input { name: "IN1" data_type: TYPE_FP32 dims: [ 1 ] }\n'
+        'input { name: "IN2" data_type: TYPE_FP32 dims: [ 1 ] }\n'
         'output { name: "OUT_A" data_type: TYPE_FP32 dims: [ 1 ] }\n'
         'output { name: "OUT_B" data_type: TYPE_FP32 dims: [ 1 ] }\n'
         "ensemble_scheduling {\n" + steps[first] + steps["q" if first == "p" else "p"] + "}\n"

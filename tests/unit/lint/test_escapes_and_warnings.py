@@ -93,7 +93,8 @@ def test_a_library_warning_is_shown_as_x002_not_raised(tmp_path: Path, monkeypat
 
 def _conftest() -> object:
     spec = importlib.util.spec_from_file_location("root_conftest", Path(__file__).parents[3] / "conftest.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -101,7 +102,12 @@ def _conftest() -> object:
 
 @pytest.mark.parametrize(
     ("environ", "derandomized"),
-    [({"CI": "1"}, True), ({"HYPOTHESIS_PROFILE": "ci"}, True), ({}, False), ({"CI": "1", "HYPOTHESIS_PROFILE": "local"}, False)],
+    [
+        ({"CI": "1"}, True),
+        ({"HYPOTHESIS_PROFILE": "ci"}, True),
+        ({}, False),
+        ({"CI": "1", "HYPOTHESIS_PROFILE": "local"}, False),
+    ],
 )
 def test_hypothesis_profile_is_derandomized_in_ci(
     environ: dict[str, str], derandomized: bool, monkeypatch: pytest.MonkeyPatch
@@ -115,7 +121,9 @@ def test_hypothesis_profile_is_derandomized_in_ci(
         monkeypatch.setenv(key, value)
     try:
         _conftest()
-        assert settings.default.derandomize is derandomized
+        current = settings.default
+        assert current is not None
+        assert current.derandomize is derandomized
     finally:
         settings.load_profile(was or "default")
     assert os.environ.get("CI") == environ.get("CI")
