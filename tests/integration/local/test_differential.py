@@ -399,3 +399,37 @@ def test_layout_rules_quote_what_triton_says(case: LayoutCase, servers: dict[boo
         assert [f for f in lint_path(folder) if f.rule == case.rule and case.text(name) in f.message]
     finally:
         server.retire([name], [folder])
+
+
+SCENARIO07 = Path(__file__).resolve().parents[3] / "model_repos" / "scenario07" / "ensemble"
+
+
+def test_scenario07_label_alone_deadlocks_and_the_set_clients_ask_for_works() -> None:
+    """Scenario 07's ensemble on the embedded server: every set of its outputs, against the prediction, and the
+    set parity and latency requests ask for when they want LABEL alone."""
+    from pytest_triton.config import read_config
+    from pytest_triton.contracts.parity_run import working_outputs
+
+    config = read_config(SCENARIO07 / "ensemble_mdeberta" / "config.pbtxt").message
+    names = [str(o.name) for o in config.output]
+    asked, note = working_outputs(SCENARIO07, "ensemble_mdeberta", ["LABEL"])
+    assert asked == ["LABEL", "LOGITS"]
+    assert note is not None
+    inputs = {name: np.array([["a cat sits on the mat"]], dtype=object) for name in ("PREMISE", "HYPOTHESIS")}
+    with LocalLauncher(SCENARIO07, startup_timeout=180, progress=None) as triton:
+        transport = TritonHttpTransport(triton.urls.need("http"))
+        try:
+            answers = {}
+            for size in range(1, len(names) + 1):
+                for subset in itertools.combinations(names, size):
+                    try:
+                        transport.infer("ensemble_mdeberta", inputs, list(subset))
+                        answers[subset] = "answers"
+                    except Exception as exc:
+                        answers[subset] = "deadlocks" if DEADLOCK in str(exc) else str(exc)
+            got = transport.infer("ensemble_mdeberta", inputs, asked)
+        finally:
+            transport.close()
+    assert answers[("LABEL",)] == "deadlocks"
+    assert {s: a == "answers" for s, a in answers.items()} == {s: request_works(config, s) for s in answers}
+    assert sorted(got) == ["LABEL", "LOGITS"]
