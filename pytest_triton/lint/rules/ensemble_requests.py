@@ -48,7 +48,12 @@ def check_partial_requests(model: ModelContext) -> None:
     causes = [o for o in outputs if o in read]
     failed = set(failing)
     working = [s for size in range(1, len(outputs)) for s in itertools.combinations(outputs, size) if s not in failed]
-    message = f"in ensemble '{name}', a request for only the outputs {_sets(failing)} fails in Triton: '{DEADLOCK}'"
+    outcome = (
+        "gets no output from Triton (a decoupled ensemble sends only its final flag instead of the deadlock error)"
+        if _decoupled(model)
+        else f"fails in Triton: '{DEADLOCK}'"
+    )
+    message = f"in ensemble '{name}', a request for only the outputs {_sets(failing)} {outcome}"
     because = (
         f"{', '.join(causes)} {'is an output' if len(causes) == 1 else 'are outputs'} that a later step also "
         "reads: a request without it prunes the step that writes it, and the step reading it never runs"
@@ -59,6 +64,13 @@ def check_partial_requests(model: ModelContext) -> None:
     works = f"sets that work: {_sets(working)}, or all outputs" if working else "only a request for all outputs works"
     where = ("output", outputs.index(causes[0])) if causes else ("ensemble_scheduling",)
     model.report("E322", message, f"{because}; {works} (a request naming no output gets them all)", *where)
+
+
+def _decoupled(model: ModelContext) -> bool:
+    """Whether a step model is decoupled (Triton then marks the ensemble decoupled)."""
+    models = model.repository.models if model.repository is not None else {}
+    steps = [models.get(s.model_name) for s in model.config.ensemble_scheduling.step]
+    return any(s is not None and s.parsed is not None and s.config.model_transaction_policy.decoupled for s in steps)
 
 
 MODEL_CHECKS = [check_partial_requests]

@@ -346,6 +346,15 @@ def test_passing_case(tmp_path: Path, rule: str) -> None:
     assert [f.format() for f in findings] == []
 
 
+def test_a_decoupled_ensemble_gets_no_output_instead_of_the_deadlock(tmp_path: Path) -> None:
+    text, steps, versions = FAILING["E322"][0]
+    decoupled = step_model("a", batch=0, extra="model_transaction_policy { decoupled: true }\n")
+    unbatched = text.replace("max_batch_size: 4", "max_batch_size: 0")
+    write_repository(tmp_path, (unbatched, {**steps, "a": decoupled, "b": step_model("b", batch=0)}, versions))
+    (finding,) = [f for f in lint_path(tmp_path) if f.rule == "E322"]
+    assert "gets no output from Triton (a decoupled ensemble sends only its final flag" in finding.message
+
+
 def test_not_written_output_names_the_unconnected_tensor(tmp_path: Path) -> None:
     repo, _ = FAILING["E310"]
     (finding,) = [f for f in lint_path(write_repository(tmp_path, repo)) if f.rule == "E309"]
