@@ -9,12 +9,17 @@ queue and compute) against perf_analyzer's; the results are in ``benchmarks/resu
 It never goes through a proxy: the servers it talks to were started by the tests or named by the user, and a
 user behind a corporate proxy has ``http_proxy`` set (urllib's ``urlopen`` would send these calls there).
 One connection per thread, reopened once when the server has closed an idle one.
+
+Every reply is bounded in time and size: ``timeout`` is a deadline for the whole reply (from sending the
+request to its last byte), not a per-read limit, so a server that drips one byte at a time cannot hold a
+test; and a reply body larger than ``max_reply_bytes`` (default 1 GiB) is refused before it is read.
 """
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 import urllib.parse
 from dataclasses import dataclass
 
@@ -23,10 +28,15 @@ from pytest_triton.errors import InferenceError
 from pytest_triton.errors import InferenceTimeout
 
 _MAX_HEADER_BYTES = 64 * 1024
+MAX_REPLY_BYTES = 1 << 30  # the largest reply body read (an inference reply of 1 GiB is already unusual)
 
 
 class ProtocolError(OSError):
     """The server's reply is not well-formed HTTP/1.1 (or the connection closed mid-reply)."""
+
+
+class ReplyTooLarge(ProtocolError):
+    """The reply body is larger than the client's ``max_reply_bytes`` (never retried)."""
 
 
 @dataclass(frozen=True)
@@ -39,17 +49,36 @@ class Reply:
 class _Connection:
     """One socket and its read buffer."""
 
-    def __init__(self, host: str, port: int, timeout: float) -> None:
+    def __init__(self, host: str, port: int, timeout: float, max_reply_bytes: int = MAX_REPLY_BYTES) -> None:
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buffer = bytearray()
         self.reusable = True
+        self.max_reply_bytes = max_reply_bytes
+        self.timeout = timeout
+        self.deadline = float("inf")
 
     def close(self) -> None:
         self.sock.close()
 
+    def _recv(self) -> bytes:
+        """One read, bounded by what is left of the reply's deadline."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"the reply was not complete within {self.timeout:g} s")
+        self.sock.settimeout(left)
+        return self.sock.recv(256 * 1024)
+
+    def _check_size(self, size: int) -> None:
+        if size > self.max_reply_bytes:
+            self.reusable = False
+            raise ReplyTooLarge(
+                f"reply body of {size} bytes is larger than max_reply_bytes={self.max_reply_bytes}: "
+                "raise it on the client if such replies are expected"
+            )
+
     def _fill(self) -> None:
-        chunk = self.sock.recv(256 * 1024)
+        chunk = self._recv()
         if not chunk:
             raise ProtocolError("the server closed the connection")
         self.buffer += chunk
@@ -68,7 +97,11 @@ class _Connection:
             self._fill()
         return self._take(end + 2)[:-2]
 
-    def exchange(self, request: bytes) -> Reply:
+    def exchange(self, request: bytes, timeout: float) -> Reply:
+        """Send ``request`` and read the whole reply within ``timeout`` seconds (TimeoutError after)."""
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self.sock.settimeout(timeout)
         self.sock.sendall(request)
         status_line = self._line()
         parts = status_line.split(b" ", 2)
@@ -87,7 +120,9 @@ class _Connection:
         if headers.get("transfer-encoding", "").lower() == "chunked":
             body = self._chunked()
         elif "content-length" in headers:
-            body = self._take(int(headers["content-length"]))
+            length = int(headers["content-length"])
+            self._check_size(length)
+            body = self._take(length)
         elif status in (204, 304) or status < 200:
             body = b""
         else:  # no framing: the body runs until the server closes the connection
@@ -96,8 +131,10 @@ class _Connection:
         return Reply(status, headers, body)
 
     def _until_closed(self) -> bytes:
-        while chunk := self.sock.recv(256 * 1024):
+        self._check_size(len(self.buffer))
+        while chunk := self._recv():
             self.buffer += chunk
+            self._check_size(len(self.buffer))
         return self._take(len(self.buffer))
 
     def _chunked(self) -> bytes:
@@ -108,6 +145,7 @@ class _Connection:
                 while self._line():  # trailers
                     pass
                 return bytes(body)
+            self._check_size(len(body) + size)
             body += self._take(size)
             self._take(2)
 
@@ -115,12 +153,13 @@ class _Connection:
 class KeepAliveHttp:
     """Requests to one ``http://HOST:PORT[/prefix]`` over one persistent connection per thread."""
 
-    def __init__(self, base_url: str, timeout: float) -> None:
+    def __init__(self, base_url: str, timeout: float, *, max_reply_bytes: int = MAX_REPLY_BYTES) -> None:
         parts = urllib.parse.urlsplit(base_url)
         if parts.scheme != "http" or not parts.hostname:
             raise ConfigError(f"url={base_url!r} is not an http://HOST:PORT URL")
         self.host, self.port, self.prefix = parts.hostname, parts.port or 80, parts.path.rstrip("/")
         self.timeout = timeout
+        self.max_reply_bytes = max_reply_bytes
         self._host_header = f"Host: {self.host}:{self.port}\r\n"
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -129,7 +168,7 @@ class KeepAliveHttp:
     def _connection(self) -> _Connection:
         conn: _Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = _Connection(self.host, self.port, self.timeout)
+            conn = _Connection(self.host, self.port, self.timeout, self.max_reply_bytes)
             self._local.conn = conn
             with self._lock:
                 self._open.append(conn)
@@ -165,19 +204,19 @@ class KeepAliveHttp:
     ) -> Reply:
         """Send one request and return the reply, whatever its status.
 
-        Raises OSError when the server cannot be reached or the reply is cut (TimeoutError after ``timeout``
-        seconds, default the client's); a request is never sent twice after a timeout.
+        Raises OSError when the server cannot be reached or the reply is cut or too large (TimeoutError when
+        the whole reply has not arrived ``timeout`` seconds after sending, default the client's); a request
+        is never sent twice after a timeout.
         """
         request = raw if raw is not None else self.encode(path, body, headers or {}, method=method)
         for attempt in (1, 2):  # the server may have closed an idle connection: reconnect once
             try:
                 conn = self._connection()
-                conn.sock.settimeout(self.timeout if timeout is None else timeout)
-                reply = conn.exchange(request)
+                reply = conn.exchange(request, self.timeout if timeout is None else timeout)
             except OSError as exc:  # socket errors, timeouts and ProtocolError
                 if getattr(self._local, "conn", None) is not None:
                     self._drop(self._local.conn)
-                if attempt == 2 or isinstance(exc, TimeoutError):
+                if attempt == 2 or isinstance(exc, (TimeoutError, ReplyTooLarge)):
                     raise
                 continue
             if not conn.reusable:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from collections.abc import Callable
@@ -54,7 +55,8 @@ class ScriptedServer:
                 return
             self.connections += 1
             buffer = bytearray()
-            with conn:
+            # a client that gave up on a reply (too large) resets the connection: that is its right
+            with conn, contextlib.suppress(ConnectionError):
                 while (request := self._read_request(conn, buffer)) is not None:
                     self.requests.append(request)
                     reply = self.handler(request)
@@ -181,3 +183,77 @@ def test_nothing_listening_fails_with_the_url() -> None:
 def test_rejects_non_http_urls() -> None:
     with pytest.raises(ConfigError, match="is not an http://HOST:PORT URL"):
         KeepAliveHttp("https://example.invalid", timeout=1)
+
+
+class DrippingServer:
+    """A real listener on 127.0.0.1 that answers with a valid status line, then one body byte every ``gap``
+    seconds, forever (until closed): a per-read timeout never fires on it."""
+
+    def __init__(self, head: bytes, gap: float) -> None:
+        self.head, self.gap = head, gap
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.sent = 0
+        self.stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):
+            conn, _ = self.listener.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(self.head)
+                while not self.stop.wait(self.gap):
+                    conn.sendall(b"x")
+                    self.sent += 1
+
+    def close(self) -> None:
+        self.stop.set()
+        self.listener.close()
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n",  # a body that never completes
+        b"HTTP/1.1 200 OK\r\n\r\n",  # no framing: a body until the server closes, which it never does
+        b"HTTP/1.1 200 OK\r\nX-Drip: ",  # a header line that never ends
+    ],
+    ids=["content-length", "until-closed", "header"],
+)
+def test_a_dripping_server_is_bounded_by_the_whole_reply_deadline(head: bytes) -> None:
+    # one byte every 50 ms: each read returns long before the 0.5 s timeout, so only a deadline on the
+    # whole reply ends the request; the byte count shows the client stopped at about timeout / gap reads
+    server = DrippingServer(head, gap=0.05)
+    client = KeepAliveHttp(f"http://127.0.0.1:{server.port}", timeout=0.5)
+    try:
+        with pytest.raises(InferenceError, match=r"got no reply within 0.5 s"):
+            client.post("/x", b"", {})
+        sent_at_timeout = server.sent
+    finally:
+        server.close()
+        client.close()
+    assert 1 <= sent_at_timeout < 100  # a per-read timeout would have read on (and never raised)
+
+
+def test_a_reply_larger_than_the_limit_is_refused_before_it_is_read(serve: Callable[..., ScriptedServer]) -> None:
+    server = serve(lambda request: b"HTTP/1.1 200 OK\r\nContent-Length: 1000001\r\n\r\n" + b"x" * 1000001)
+    client = KeepAliveHttp(f"http://127.0.0.1:{server.port}", timeout=5, max_reply_bytes=1_000_000)
+    with pytest.raises(InferenceError, match=r"reply body of 1000001 bytes is larger than max_reply_bytes=1000000"):
+        client.post("/x", b"", {})
+    assert server.connections == 1  # never sent twice
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 3000,
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"400\r\n" + b"x" * 1024 + b"\r\n0\r\n\r\n",
+    ],
+    ids=["until-closed", "chunked"],
+)
+def test_unframed_and_chunked_bodies_are_bounded_too(serve: Callable[..., ScriptedServer], reply: bytes) -> None:
+    server = serve(lambda request: reply, close_after_each=True)
+    client = KeepAliveHttp(f"http://127.0.0.1:{server.port}", timeout=5, max_reply_bytes=1000)
+    with pytest.raises(InferenceError, match="larger than max_reply_bytes=1000"):
+        client.post("/x", b"", {})
