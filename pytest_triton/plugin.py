@@ -213,12 +213,19 @@ def _check_cloud_options(config: pytest.Config) -> None:
     config.option.triton_launcher = "sagemaker"
 
 
+_RUN_KEY = pytest.StashKey[tuple[str, "str | None"]]()  # (this session's run id, the one it replaced)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+    from pytest_triton.servers.docker.owners import begin_session_run
     from pytest_triton.servers.docker.owners import run_id
 
-    run_id()  # set before xdist starts its workers, so that they share it (standard library only)
+    if hasattr(config, "workerinput"):
+        run_id()  # an xdist worker shares its controller's run (from the environment)
+    else:  # a run of this session's own, set before xdist starts its workers (a nested session never adopts one)
+        config.stash[_RUN_KEY] = begin_session_run()
     if config.getoption("gpu"):
         from pytest_triton.errors import PytestTritonError
         from pytest_triton.hardware import require_gpu
@@ -248,13 +255,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if hasattr(config, "workerinput"):  # an xdist worker: its controller cleans up once every worker is done
+    if hasattr(config, "workerinput") or _RUN_KEY not in config.stash:  # a worker: its controller cleans up
         return
+    from pytest_triton.servers.docker.owners import end_session_run
+
+    run, previous = config.stash[_RUN_KEY]
     launcher = config.getoption("triton_launcher") or config.getini("triton_launcher")
-    if launcher == "docker":  # containers of this run that outlived their owner and its reaper
+    if launcher == "docker":  # this session's containers: its own, and those of its dead workers
         from pytest_triton.servers.docker.owners import end_of_run
 
-        end_of_run()
+        end_of_run(run)
+    end_session_run(previous)
 
 
 def _bench(config: pytest.Config) -> TritonBench:

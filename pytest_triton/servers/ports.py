@@ -4,14 +4,16 @@ What we chose and why:
 
 - the kernel picks each port (``bind(("127.0.0.1", 0))``); all sockets of one reservation stay bound
   until every port is chosen, so the ports of one server are distinct;
-- each chosen port is also *locked*: an ``flock`` on ``<tmp>/pytest-triton-ports/<port>.lock``, held
+- each chosen port is also *locked*: an ``flock`` on ``<tmp>/pytest-triton-<uid>/ports/<port>.lock``, held
   until the launcher stops. Bind-then-release alone leaves a long window: Triton binds its HTTP, gRPC and
   metrics ports only after every model has loaded (seconds), and in that window another xdist worker's
   ``bind(0)`` may be handed the same port. Every pytest-triton process skips ports locked by another
   one, so launchers never collide with each other. ``flock`` locks vanish with their process, even on
   SIGKILL, so a crashed worker leaves no stale reservation (the file is removed on release; a lock is
-  only trusted after checking the file we locked is still the one at that path);
-- any other program can still take a port in that window: the local launcher then sees Triton's
+  only trusted after checking the file we locked is still the one at that path). The folder is per user
+  and 0700 (a shared one, made 0755 by whoever came first, gave every other user PermissionError);
+- any other program (another user's pytest-triton too) can still take a port in that window: the local
+  launcher then sees Triton's
   ``Socket '127.0.0.1:P' already in use`` and retries with new ports (``port_retries``).
 """
 
@@ -21,13 +23,13 @@ import contextlib
 import fcntl
 import os
 import socket
-import tempfile
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 from typing import final
 
 from pytest_triton.client.urls import LOCALHOST
+from pytest_triton.servers.owner import private_subdir
 
 if TYPE_CHECKING:
     from typing import Self
@@ -36,16 +38,17 @@ _MAX_ATTEMPTS = 200
 
 
 def default_lock_dir() -> Path:
-    """The folder of port lock files: ``$PYTEST_TRITON_PORT_LOCKS`` or ``<tmp>/pytest-triton-ports``."""
+    """The folder of port lock files: ``$PYTEST_TRITON_PORT_LOCKS`` or ``<tmp>/pytest-triton-<uid>/ports``
+    (this user's, 0700: ConfigError when someone else owns it)."""
     configured = os.environ.get("PYTEST_TRITON_PORT_LOCKS")
-    return Path(configured) if configured else Path(tempfile.gettempdir()) / "pytest-triton-ports"
+    return Path(configured) if configured else private_subdir("ports")
 
 
 def _lock_port(lock_dir: Path, port: int) -> int | None:
     """Take the lock of ``port``; returns its open fd, or None when another process holds it."""
     path = lock_dir / f"{port}.lock"
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -14,8 +14,9 @@ Orphan protection (Linux):
   ``tritonserver`` is gone, removing their shared-memory region as they go (SIGKILL of pytest running a
   python model: the region was gone within 2 s every time, see tests/integration/local/test_hard_kill.py).
   A region is left only when the stubs are killed too (SIGKILL to the server's whole group, the OOM
-  killer), so each launcher gives the python backend a ``shm-region-prefix-name`` carrying its own pid,
-  and later launchers remove regions whose owner is dead (:func:`sweep_stale_shm`).
+  killer), so each launcher gives the python backend a ``shm-region-prefix-name`` carrying its owner token,
+  and later launchers remove regions whose owner is provably dead (:func:`sweep_stale_shm`, judged by the
+  owner's lock, :mod:`pytest_triton.servers.owner`, never by ``/proc``).
 
 Stopping (:func:`stop_process_group`): SIGINT to ``tritonserver`` (it unloads models, then stops its stubs),
 then SIGTERM and at last SIGKILL to the whole group; finally whatever is left in the group is killed.
@@ -44,6 +45,13 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import IO
 from typing import Any
+
+from pytest_triton.servers.owner import TOKEN_HEX
+from pytest_triton.servers.owner import Liveness
+from pytest_triton.servers.owner import liveness
+from pytest_triton.servers.owner import owner_token
+from pytest_triton.servers.owner import pid_namespace
+from pytest_triton.servers.owner import sweep_dead_owner_locks
 
 PR_SET_PDEATHSIG = 1
 SHM_DIR = Path("/dev/shm")
@@ -225,8 +233,9 @@ def describe_exit(returncode: int) -> str:
 
 
 def shm_prefix(token: str) -> str:
-    """The shared-memory region prefix for one launcher of this process: ``pytest_triton_<pid>_<token>_``."""
-    return f"{SHM_PREFIX}{os.getpid()}_{token}_"
+    """The shared-memory region prefix for one launcher of this process: ``pytest_triton_<owner>_<token>_``
+    (``owner``: this process's owner token, :mod:`pytest_triton.servers.owner`)."""
+    return f"{SHM_PREFIX}{owner_token()}_{token}_"
 
 
 def remove_shm(prefix: str) -> list[str]:
@@ -241,13 +250,18 @@ def remove_shm(prefix: str) -> list[str]:
     return removed
 
 
+_OWNED_SHM = re.compile(rf"^{SHM_PREFIX}([0-9a-f]{{{TOKEN_HEX}}})_")
+
+
 def sweep_stale_shm() -> list[str]:
-    """Remove python-backend regions left by pytest-triton processes that died (e.g. SIGKILLed)."""
+    """Remove python-backend regions whose owner is provably dead (its lock is free: e.g. it was SIGKILLed).
+
+    Regions of live owners, of owners whose liveness cannot be known here and of older name formats stay."""
     removed = []
     with contextlib.suppress(FileNotFoundError):
         for entry in os.listdir(SHM_DIR):
-            match = re.match(rf"^{SHM_PREFIX}(\d+)_", entry)
-            if match is not None and not pid_alive(int(match.group(1))):
+            match = _OWNED_SHM.match(entry)
+            if match is not None and liveness(match.group(1)) is Liveness.DEAD:
                 with contextlib.suppress(FileNotFoundError, PermissionError):
                     os.unlink(SHM_DIR / entry)
                     removed.append(entry)
@@ -257,7 +271,7 @@ def sweep_stale_shm() -> list[str]:
 # --- work folders of launchers, swept like shared memory once their owner is dead ----------------
 
 WORKDIR_PREFIX = "pytest-triton-"
-OWNER_FILE = "owner.pid"
+OWNER_FILE = "owner"
 _OWNED_WORKDIR = re.compile(rf"^{WORKDIR_PREFIX}(\d+)-[A-Za-z0-9_]+$")
 
 
@@ -268,31 +282,29 @@ def process_start_time(pid: int) -> int | None:
 
 
 def make_owned_workdir(parent: Path | None = None) -> Path:
-    """A fresh ``pytest-triton-<pid>-XXXXXXXX/`` folder recording its owner (pid and start time).
+    """A fresh ``pytest-triton-<pid>-XXXXXXXX/`` folder recording its owner token in ``owner``.
 
-    :func:`sweep_stale_workdirs` removes it once that process is gone, even after SIGKILL."""
+    :func:`sweep_stale_workdirs` removes it once that owner is provably dead, even after SIGKILL."""
+    token = owner_token()
     folder = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-", dir=parent))
-    (folder / OWNER_FILE).write_text(f"{os.getpid()} {process_start_time(os.getpid()) or 0}\n")
+    (folder / OWNER_FILE).write_text(f"{token} pid={os.getpid()} pidns={pid_namespace()}\n")
     return folder
 
 
-def _workdir_owner_alive(folder: Path, name_pid: int) -> bool:
+def _workdir_owner(folder: Path) -> Liveness:
     try:
-        pid_text, _, started = (folder / OWNER_FILE).read_text().partition(" ")
-        pid, start = int(pid_text), int(started.strip() or 0)
-    except (OSError, ValueError):  # created a moment ago and not written yet, or damaged: trust the name
-        return pid_alive(name_pid)
-    if not pid_alive(pid):
-        return False
-    return start == 0 or process_start_time(pid) in (None, start)
+        token = (folder / OWNER_FILE).read_text().split()[0]
+    except (OSError, IndexError):  # created a moment ago and not written yet, damaged, or an older format
+        return Liveness.UNKNOWN
+    return liveness(token)
 
 
 def sweep_stale_workdirs(parent: Path | None = None) -> list[Path]:
-    """Remove ``pytest-triton-<pid>-*`` work folders (logs, staged repositories) of dead owners.
+    """Remove ``pytest-triton-<pid>-*`` work folders (logs, staged repositories) of provably dead owners.
 
-    Only folders made by :func:`make_owned_workdir` are considered: the name carries the owner's pid
-    and ``owner.pid`` inside its start time, so a pid reused by another process does not keep a
-    folder alive. Folders of live owners, of this process and anything else are left alone."""
+    Only folders made by :func:`make_owned_workdir` are considered: their ``owner`` file names the owner's
+    token, whose free lock proves it dead. Folders of live owners, of owners that cannot be judged from here
+    (another user, another PID namespace without our lock folder, an older format) and anything else stay."""
     base = Path(tempfile.gettempdir()) if parent is None else parent
     removed = []
     try:
@@ -304,7 +316,7 @@ def sweep_stale_workdirs(parent: Path | None = None) -> list[Path]:
         if match is None or not entry.is_dir(follow_symlinks=False):
             continue
         folder = Path(entry.path)
-        if _workdir_owner_alive(folder, int(match.group(1))):
+        if _workdir_owner(folder) is not Liveness.DEAD:
             continue
         shutil.rmtree(folder, ignore_errors=True)
         if not folder.exists():
@@ -331,10 +343,11 @@ def remove_empty_dirs(folders: set[Path]) -> None:
 
 @functools.cache
 def sweep_dead_owners() -> None:
-    """Once per process: remove what launchers of dead processes (a SIGKILLed pytest) left behind: shared
-    memory, work folders (logs, staged repositories) and port lock files."""
+    """Once per process: remove what launchers of provably dead processes (a SIGKILLed pytest) left behind:
+    shared memory, work folders (logs, staged repositories), port lock files, and old dead owners' locks."""
     from pytest_triton.servers.ports import sweep_stale_port_locks
 
     sweep_stale_shm()
     sweep_stale_workdirs()
     sweep_stale_port_locks()
+    sweep_dead_owner_locks()

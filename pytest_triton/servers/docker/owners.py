@@ -1,17 +1,24 @@
-"""Who owns a container: labels naming the run and the owner process, and sweeps of what dead owners left.
+"""Who owns a container: labels naming the session's run and the owner, and sweeps of what dead owners left.
 
 Every container the docker launcher starts carries::
 
-    org.pytest-triton.run-id       one id per pytest run, shared by its xdist workers ($PYTEST_TRITON_RUN_ID)
-    org.pytest-triton.owner-pid    the process that started it (an xdist worker's containers are its own)
-    org.pytest-triton.owner-start  that process's start time (clock ticks since boot: a reused pid is not it)
-    org.pytest-triton.owner-host   this machine (hostname and boot id): owners elsewhere are never judged
+    org.pytest-triton.run-id       one id per pytest session, shared by its xdist workers ($PYTEST_TRITON_RUN_ID);
+                                   a nested session (pytester, a tool that runs pytest) gets a run of its own
+    org.pytest-triton.owner        the owner token of the process that started it: its held lock proves it alive
+                                   (:mod:`pytest_triton.servers.owner`)
+    org.pytest-triton.owner-pid    that process's pid, PID namespace, start time and machine: for people
+    org.pytest-triton.owner-pidns  reading ``docker ps``; liveness is never read from them
+    org.pytest-triton.owner-start
+    org.pytest-triton.owner-host
 
-Three things remove containers whose owner is gone, fastest first: the owner's reaper process
-(:mod:`pytest_triton.servers.docker.reaper`, it sees the owner die even by SIGKILL), the pytest controller
-at the end of its run (every container of its run id), and :func:`sweep_dead_owner_containers` at the start of a
-session (what a killed reaper, or a reboot, left). testcontainers' Ryuk does the same where it can be
-pulled; it cannot on air-gapped runners, so it is off by default.
+As with testcontainers' session labels and its Ryuk reaper, a session removes only its own containers: the
+owner's reaper process (:mod:`pytest_triton.servers.docker.reaper`) removes what its owner watched once the
+owner dies (even by SIGKILL); the pytest controller, at the end of its session, removes its run's containers
+whose owner is itself or provably dead (an xdist worker whose reaper was killed with it); and
+:func:`sweep_dead_owner_containers`, at the start of a session, removes containers whose owner is provably
+dead (a killed reaper). A container whose owner's liveness cannot be known from here (another PID namespace
+without our lock folder, another user, another machine, no owner token) is never removed. testcontainers'
+own Ryuk can be turned on where its image can be pulled; it cannot on air-gapped runners, so it is off by default.
 """
 
 from __future__ import annotations
@@ -26,20 +33,25 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_triton.servers.process import pid_alive
+from pytest_triton.servers.owner import Liveness
+from pytest_triton.servers.owner import liveness
+from pytest_triton.servers.owner import owner_token
+from pytest_triton.servers.owner import pid_namespace
 from pytest_triton.servers.process import process_start_time
 
 LABEL_PREFIX = "org.pytest-triton"
 RUN_ID = f"{LABEL_PREFIX}.run-id"
+OWNER = f"{LABEL_PREFIX}.owner"
 OWNER_PID = f"{LABEL_PREFIX}.owner-pid"
+OWNER_PIDNS = f"{LABEL_PREFIX}.owner-pidns"
 OWNER_START = f"{LABEL_PREFIX}.owner-start"
 OWNER_HOST = f"{LABEL_PREFIX}.owner-host"
 RUN_ID_ENV = "PYTEST_TRITON_RUN_ID"
 
 
 def run_id() -> str:
-    """This run's id: ``$PYTEST_TRITON_RUN_ID``, set here on first use so that xdist workers (started
-    later, with this environment) share the controller's id."""
+    """This run's id: ``$PYTEST_TRITON_RUN_ID`` (set by :func:`begin_session_run`, inherited by xdist workers),
+    or a new one set here on first use."""
     value = os.environ.get(RUN_ID_ENV)
     if not value:
         value = uuid.uuid4().hex[:16]
@@ -47,12 +59,24 @@ def run_id() -> str:
     return value
 
 
-def process_start(pid: int) -> str | None:
-    """The start time of a live (not zombie) ``pid``, as a label value; None when it is gone."""
-    if not pid_alive(pid):
-        return None
-    started = process_start_time(pid)
-    return None if started is None else str(started)
+def begin_session_run() -> tuple[str, str | None]:
+    """A new run for a pytest session that is not an xdist worker: (its id, the id it replaces).
+
+    A session never adopts an inherited id: a nested pytest would otherwise end by removing the outer
+    session's containers. The id is put in the environment for the session's xdist workers; give the
+    replaced one to :func:`end_session_run`."""
+    previous = os.environ.get(RUN_ID_ENV)
+    value = uuid.uuid4().hex[:16]
+    os.environ[RUN_ID_ENV] = value
+    return value, previous
+
+
+def end_session_run(previous: str | None) -> None:
+    """Put back the run id that :func:`begin_session_run` replaced (an in-process nested session ends)."""
+    if previous is None:
+        os.environ.pop(RUN_ID_ENV, None)
+    else:
+        os.environ[RUN_ID_ENV] = previous
 
 
 def host_id() -> str:
@@ -68,22 +92,24 @@ def owner_labels(run: str | None = None) -> dict[str, str]:
     pid = os.getpid()
     return {
         RUN_ID: run or run_id(),
+        OWNER: owner_token(),
         OWNER_PID: str(pid),
-        OWNER_START: process_start(pid) or "",
+        OWNER_PIDNS: pid_namespace(),
+        OWNER_START: str(process_start_time(pid) or ""),
         OWNER_HOST: host_id(),
     }
 
 
-def owner_alive(labels: Mapping[str, str]) -> bool:
-    """Whether the process named by a container's labels still runs (True when it is not on this host)."""
+def owner_liveness(labels: Mapping[str, str]) -> Liveness:
+    """Whether the owner named by a container's labels is alive, dead, or cannot be known from here."""
     if labels.get(OWNER_HOST) != host_id():
-        return True
-    try:
-        pid = int(labels.get(OWNER_PID, ""))
-    except ValueError:
-        return False
-    start = process_start(pid)
-    return start is not None and start == labels.get(OWNER_START, start)
+        return Liveness.UNKNOWN
+    return liveness(labels.get(OWNER, ""))
+
+
+def owner_alive(labels: Mapping[str, str]) -> bool:
+    """False only when the owner is provably dead (unknown liveness counts as alive: never swept)."""
+    return owner_liveness(labels) is not Liveness.DEAD
 
 
 def _remove(client: Any, container_id: str) -> bool:
@@ -112,7 +138,7 @@ def _listed(client: Any, label: str) -> list[tuple[str, str, dict[str, str]]]:
 
 
 def sweep_dead_owner_containers(client: Any) -> list[str]:
-    """Remove containers of this host whose owner process is gone; returns their names."""
+    """Remove containers whose owner is provably dead; returns their names."""
     return [
         name
         for container_id, name, labels in _listed(client, OWNER_PID)
@@ -137,8 +163,15 @@ def sweep_once(client: Any, progress: Callable[[str], None] | None) -> None:
 
 
 def remove_run(client: Any, run: str) -> list[str]:
-    """Remove every container of run ``run`` (the controller does this when the run ends); returns their names."""
-    return [name for container_id, name, _labels in _listed(client, f"{RUN_ID}={run}") if _remove(client, container_id)]
+    """Remove the containers of run ``run`` that are this process's own or whose owner is provably dead (the
+    controller does this when its session ends); returns their names. A live owner's are left: a process
+    that inherited the run id (a ``serve`` started from a test) still uses them."""
+    return [
+        name
+        for container_id, name, labels in _listed(client, f"{RUN_ID}={run}")
+        if not owner_alive(labels) or labels.get(OWNER) == owner_token()
+        if _remove(client, container_id)
+    ]
 
 
 def end_of_run(run: str | None = None) -> list[str]:

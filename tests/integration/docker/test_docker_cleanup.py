@@ -3,6 +3,7 @@ xdist worker killed mid-run loses its containers while the run goes on."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -15,12 +16,14 @@ from typing import Any
 
 import pytest
 
+from pytest_triton.servers.docker.owners import OWNER
 from pytest_triton.servers.docker.owners import OWNER_HOST
 from pytest_triton.servers.docker.owners import OWNER_PID
-from pytest_triton.servers.docker.owners import OWNER_START
+from pytest_triton.servers.docker.owners import OWNER_PIDNS
 from pytest_triton.servers.docker.owners import RUN_ID
 from pytest_triton.servers.docker.owners import owner_labels
 from pytest_triton.servers.docker.owners import sweep_dead_owner_containers
+from pytest_triton.servers.process import children_of
 
 pytestmark = pytest.mark.xdist_group("docker")
 
@@ -84,15 +87,23 @@ def test_sigkill_of_the_owner_removes_its_container(standin_image: str, docker_c
             proc.stdout.close()
 
 
+def _dead_owner_token() -> str:
+    """The token of an owner that took its lock and exited (its lock file stays, free)."""
+    script = "from pytest_triton.servers.owner import owner_token; print(owner_token())"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(), check=True)
+    return done.stdout.strip()
+
+
 def test_sweep_removes_only_containers_of_dead_owners_on_this_host(standin_image: str, docker_client: Any) -> None:
-    dead = subprocess.Popen(["true"])
-    dead.wait()
+    dead = _dead_owner_token()
     ours = owner_labels(run="sweep-test")
     cases = {
-        "dead": {**ours, OWNER_PID: str(dead.pid), OWNER_START: "1"},
-        "reused-pid": {**ours, OWNER_START: "1"},  # our pid, another start time: not us
+        "dead": {**ours, OWNER: dead},
         "alive": ours,
-        "elsewhere": {**ours, OWNER_PID: str(dead.pid), OWNER_HOST: "another-host/boot"},
+        "reused-pid": {**ours, OWNER: dead, OWNER_PID: "1"},  # a pid proves nothing either way
+        "elsewhere": {**ours, OWNER: dead, OWNER_HOST: "another-host/boot"},
+        "unknown": {**ours, OWNER: "0123456789abcdef" * 2},  # no lock file here: another container's /tmp
+        "no-token": {k: v for k, v in ours.items() if k != OWNER},  # an older version's labels
     }
     created = {
         name: docker_client.containers.create(
@@ -107,10 +118,96 @@ def test_sweep_removes_only_containers_of_dead_owners_on_this_host(standin_image
     try:
         removed = sweep_dead_owner_containers(docker_client)
         assert set(removed) >= {created["dead"].name, created["reused-pid"].name}
-        assert _names(docker_client, f"{RUN_ID}=sweep-test") == {created["alive"].name, created["elsewhere"].name}
+        kept = {created[name].name for name in ("alive", "elsewhere", "unknown", "no-token")}
+        assert _names(docker_client, f"{RUN_ID}=sweep-test") == kept
     finally:
         for container in _containers(docker_client, f"{RUN_ID}=sweep-test"):
             docker_client.api.remove_container(container["Id"], force=True)
+
+
+PIDNS_OWNER = """
+import sys, time
+import docker
+from pytest_triton.servers.docker.owners import owner_labels
+client = docker.from_env()
+container = client.containers.create(sys.argv[1], ["sleep", "300"], labels=owner_labels(run=sys.argv[2]),
+                                     network_mode="none")
+print(container.id, flush=True)
+time.sleep(300)
+"""
+
+
+def test_a_container_whose_owner_runs_in_another_pid_namespace_is_kept_until_it_dies(
+    standin_image: str, docker_client: Any
+) -> None:
+    # a CI job in its own container beside ours, sharing the host's docker socket and /tmp: its pid means
+    # nothing here (it is pid 1 of its namespace), so a /proc-based sweep removed its live container
+    run = f"pidns-{uuid.uuid4().hex[:8]}"
+    cmd = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", sys.executable, "-c", PIDNS_OWNER]
+    owner = subprocess.Popen([*cmd, standin_image, run], stdout=subprocess.PIPE, text=True, env=_env())
+    try:
+        assert owner.stdout is not None
+        container_id = owner.stdout.readline().strip()
+        assert container_id, f"the owner in its PID namespace did not create a container (exit {owner.poll()})"
+        labels = docker_client.containers.get(container_id).labels
+        assert labels[OWNER_PID] == "1"
+        assert labels[OWNER_PIDNS] != os.readlink("/proc/self/ns/pid")
+        sweep_dead_owner_containers(docker_client)
+        assert _containers(docker_client, f"{RUN_ID}={run}"), "a live owner's container was swept"
+        owner.kill()
+        owner.wait()
+        deadline = time.monotonic() + 30  # its lock is free once the namespace's processes are gone
+        while _containers(docker_client, f"{RUN_ID}={run}"):
+            assert time.monotonic() < deadline, "the dead owner's container was never swept"
+            sweep_dead_owner_containers(docker_client)
+            time.sleep(0.2)
+    finally:
+        owner.kill()
+        owner.wait()
+        if owner.stdout is not None:
+            owner.stdout.close()
+        for container in _containers(docker_client, f"{RUN_ID}={run}"):
+            docker_client.api.remove_container(container["Id"], force=True)
+
+
+NESTED_TESTS = """
+import os
+import docker
+from pytest_triton.servers.docker.owners import owner_labels
+
+def test_leaves_one_of_its_own():
+    client = docker.from_env()
+    container = client.containers.create(os.environ["STANDIN"], ["sleep", "300"], labels=owner_labels(),
+                                         network_mode="none", name=os.environ["INNER_NAME"])
+    print("INNER RUN", container.labels["org.pytest-triton.run-id"])
+"""
+
+
+def test_a_nested_session_removes_only_what_it_created(standin_image: str, docker_client: Any, tmp_path: Path) -> None:
+    # a pytest run from a test (pytester's subprocess, a tool) inherits $PYTEST_TRITON_RUN_ID: it used to end
+    # by force-removing every container of the outer run, those of live owners included
+    outer_run = f"outer-{uuid.uuid4().hex[:8]}"
+    inner_name = f"pytest-triton-nested-{uuid.uuid4().hex[:6]}"
+    outer = docker_client.containers.create(
+        standin_image, ["sleep", "300"], labels=owner_labels(run=outer_run), network_mode="none"
+    )
+    (tmp_path / "test_nested.py").write_text(NESTED_TESTS)
+    env = {**_env(), "PYTEST_TRITON_RUN_ID": outer_run, "OUTER_RUN": outer_run}
+    env.update(STANDIN=standin_image, INNER_NAME=inner_name)
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q", "-s"]
+    cmd += ["--triton-launcher", "docker", str(tmp_path / "test_nested.py")]
+    try:
+        done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert _containers(docker_client, f"{RUN_ID}={outer_run}"), "the nested session removed the outer's container"
+        assert "INNER RUN " in done.stdout
+        assert f"INNER RUN {outer_run}" not in done.stdout, "the nested session adopted the outer run"
+        assert not _containers(docker_client, f"name={inner_name}"), "the nested session left its own container"
+    finally:
+        with contextlib.suppress(Exception):
+            outer.remove(force=True)
+        with contextlib.suppress(Exception):
+            docker_client.api.remove_container(inner_name, force=True)
 
 
 XDIST_TESTS = """
@@ -131,20 +228,30 @@ def test_hold(n, tmp_path):
 """
 
 
+def _containers_of_children(client: Any, parent: int) -> list[dict[str, Any]]:
+    """Running containers whose owner is a child of ``parent`` (xdist workers are the controller's children)."""
+    workers = {str(pid) for pid in children_of(parent)}
+    return [c for c in _containers(client, OWNER_PID) if c["State"] == "running" and c["Labels"][OWNER_PID] in workers]
+
+
 def test_sigkill_of_one_xdist_worker(standin_image: str, docker_client: Any, tmp_path: Path) -> None:
     pytest.importorskip("xdist", reason="this test runs pytest-xdist workers")
     (tmp_path / "test_hold.py").write_text(textwrap.dedent(XDIST_TESTS))
-    run = f"xdist-kill-{uuid.uuid4().hex[:8]}"
     release = tmp_path / "release"
-    env = {**_env(), "STANDIN": standin_image, "RELEASE": str(release), "PYTEST_TRITON_RUN_ID": run}
+    # the inherited run id is ignored (the session makes its own): the run is found through its workers
+    env = {**_env(), "STANDIN": standin_image, "RELEASE": str(release), "PYTEST_TRITON_RUN_ID": "ignored"}
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "-q", str(tmp_path / "test_hold.py")]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    run = "not-started"
     try:
         deadline = time.monotonic() + 300  # two workers start pytest and a container each on a shared machine
-        while len(running := [c for c in _containers(docker_client, f"{RUN_ID}={run}") if c["State"] == "running"]) < 2:
+        while len(running := _containers_of_children(docker_client, proc.pid)) < 2:
             assert proc.poll() is None, f"the run ended early: {proc.stdout.read() if proc.stdout else ''}"
             assert time.monotonic() < deadline, "the two workers did not both start a container"
             time.sleep(0.5)
+        run = running[0]["Labels"][RUN_ID]
+        assert run != "ignored"  # a run of its own,
+        assert running[1]["Labels"][RUN_ID] == run  # shared by its workers
         victim = int(running[0]["Labels"][OWNER_PID])
         os.kill(victim, signal.SIGKILL)
         _wait_gone(docker_client, f"{OWNER_PID}={victim}", timeout=30)

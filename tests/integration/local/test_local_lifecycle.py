@@ -16,6 +16,7 @@ import pytest
 
 from pytest_triton.errors import ServerError
 from pytest_triton.servers import LocalLauncher
+from pytest_triton.servers.owner import owner_token
 from pytest_triton.servers.process import sweep_stale_shm
 
 from .local_triton_helpers import add_model
@@ -54,7 +55,7 @@ def test_stop_leaves_no_process_and_no_shared_memory(repository: Path) -> None:
     assert process_name(pid) == "tritonserver"
     stubs = stubs_of(pid)
     assert len(stubs) == 2, "one python stub per model instance"
-    assert launcher.shm_prefix.startswith(f"pytest_triton_{os.getpid()}_")
+    assert launcher.shm_prefix.startswith(f"pytest_triton_{owner_token()}_")
     assert _shm(launcher.shm_prefix), "the python backend's shared memory carries our prefix"
 
     started = time.monotonic()

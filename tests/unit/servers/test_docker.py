@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -122,13 +123,29 @@ def test_owner_labels_and_liveness(monkeypatch: pytest.MonkeyPatch) -> None:
     labels = docker_owners.owner_labels()
     assert labels[docker_owners.RUN_ID] == os.environ["PYTEST_TRITON_RUN_ID"]  # shared with later xdist workers
     assert labels[docker_owners.OWNER_PID] == str(os.getpid())
+    assert labels[docker_owners.OWNER_PIDNS] == os.readlink("/proc/self/ns/pid")
     assert docker_owners.owner_alive(labels)
-    assert not docker_owners.owner_alive({**labels, docker_owners.OWNER_START: "0"})  # the pid was reused
-    gone = subprocess.Popen(["true"])
-    gone.wait()
-    assert not docker_owners.owner_alive({**labels, docker_owners.OWNER_PID: str(gone.pid)})
-    elsewhere = {**labels, docker_owners.OWNER_PID: str(gone.pid), docker_owners.OWNER_HOST: "other/boot"}
+    assert docker_owners.owner_alive({**labels, docker_owners.OWNER_PID: "1"})  # the pid decides nothing
+    dead = subprocess.run(  # an owner that took its lock and exited
+        [sys.executable, "-c", "from pytest_triton.servers.owner import owner_token; print(owner_token())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert not docker_owners.owner_alive({**labels, docker_owners.OWNER: dead})
+    elsewhere = {**labels, docker_owners.OWNER: dead, docker_owners.OWNER_HOST: "other/boot"}
     assert docker_owners.owner_alive(elsewhere)  # not ours to judge
+    no_token = {k: v for k, v in labels.items() if k != docker_owners.OWNER}
+    assert docker_owners.owner_alive(no_token)  # an older label set: cannot be judged, never swept
+
+
+def test_a_session_gets_a_run_of_its_own_and_gives_the_old_one_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTEST_TRITON_RUN_ID", "outer")
+    run, previous = docker_owners.begin_session_run()
+    assert (previous, os.environ["PYTEST_TRITON_RUN_ID"]) == ("outer", run)
+    assert run != "outer"
+    docker_owners.end_session_run(previous)
+    assert os.environ["PYTEST_TRITON_RUN_ID"] == "outer"
 
 
 def test_reaper_protocol_keeps_what_is_still_watched() -> None:

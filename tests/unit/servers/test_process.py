@@ -106,17 +106,21 @@ def test_spawn_error_reaches_the_caller(tmp_path: Path) -> None:
 
 def test_sweep_removes_only_regions_of_dead_owners(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(process, "SHM_DIR", tmp_path)
-    dead = subprocess.Popen(["true"])
-    dead.wait()
-    (tmp_path / f"pytest_triton_{dead.pid}_abcd_region1").write_bytes(b"")
-    (tmp_path / f"pytest_triton_{os.getpid()}_abcd_region2").write_bytes(b"")
+    dead = subprocess.run(  # an owner that took its lock and exited: the lock file stays, free
+        [sys.executable, "-c", "from pytest_triton.servers.owner import owner_token; print(owner_token())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    mine = process.shm_prefix("abcd")
+    (tmp_path / f"pytest_triton_{dead}_abcd_region1").write_bytes(b"")
+    (tmp_path / f"{mine}region2").write_bytes(b"")
     (tmp_path / "triton_python_backend_shm_region_other").write_bytes(b"")
-    assert sweep_stale_shm() == [f"pytest_triton_{dead.pid}_abcd_region1"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        f"pytest_triton_{os.getpid()}_abcd_region2",
-        "triton_python_backend_shm_region_other",
-    ]
-    assert process.remove_shm(f"pytest_triton_{os.getpid()}_abcd_") == [f"pytest_triton_{os.getpid()}_abcd_region2"]
+    assert sweep_stale_shm() == [f"pytest_triton_{dead}_abcd_region1"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"{mine}region2", "triton_python_backend_shm_region_other"]
+    )
+    assert process.remove_shm(mine) == [f"{mine}region2"]
 
 
 @pytest.mark.parametrize(

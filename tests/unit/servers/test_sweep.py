@@ -55,11 +55,19 @@ def test_work_folder_of_a_killed_owner_is_swept(tmp_path: Path) -> None:
     assert sweep_stale_workdirs(tmp_path) == []
 
 
-def test_a_reused_pid_does_not_keep_a_folder(tmp_path: Path) -> None:
+def test_a_folder_is_judged_by_its_owner_token_not_its_pid(tmp_path: Path) -> None:
     folder = make_owned_workdir(tmp_path)
-    pid, _ = (folder / OWNER_FILE).read_text().split()
-    (folder / OWNER_FILE).write_text(f"{pid} 1\n")  # our pid, but a process that started at another time
+    token = (folder / OWNER_FILE).read_text().split()[0]
+    dead = subprocess.run(  # an owner that took its lock and exited: the lock file stays, free
+        [sys.executable, "-c", "from pytest_triton.servers.owner import owner_token; print(owner_token())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert sweep_stale_workdirs(tmp_path) == []  # our token: alive, whatever pid the name carries
+    (folder / OWNER_FILE).write_text(f"{dead} pid={os.getpid()}\n")  # our pid, a dead owner's token
     assert sweep_stale_workdirs(tmp_path) == [folder]
+    assert token != dead
 
 
 def test_port_locks_of_a_killed_owner_are_swept(tmp_path: Path) -> None:
