@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
+import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_triton.errors import ConfigError
+from pytest_triton.servers.owner import user_dir
 from pytest_triton.servers.ports import _lock_port
+from pytest_triton.servers.ports import default_lock_dir
 from pytest_triton.servers.ports import free_port
 from pytest_triton.servers.ports import port_is_locked
 from pytest_triton.servers.ports import reserve_ports
@@ -109,3 +116,45 @@ def test_free_port() -> None:
     port = free_port()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
+
+
+NOBODY = 65534
+SYSTEM_PYTHON = "/usr/bin/python3"  # a python uid 65534 can run (this one's may sit in a folder it cannot read)
+RESERVE = "from pytest_triton.servers.ports import reserve_ports\nprint(*reserve_ports(2).ports)"
+
+
+def test_a_second_user_reserves_ports_after_the_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the first user's reservation made the lock folder; a shared one (0755, its owner's) gave the second user
+    # PermissionError on every server start
+    if os.getuid() != 0 or not Path(SYSTEM_PYTHON).exists() or shutil.which("setpriv") is None:
+        pytest.skip(f"needs root, setpriv and {SYSTEM_PYTHON} to run a second user (uid {NOBODY})")
+    monkeypatch.delenv("PYTEST_TRITON_PORT_LOCKS", raising=False)
+    with reserve_ports(1) as mine:
+        folder = default_lock_dir()
+        assert port_is_locked(mine.ports[0])
+        as_nobody = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", SYSTEM_PYTHON, "-c"]
+        env = {k: v for k, v in os.environ.items() if k != "PYTEST_TRITON_PORT_LOCKS"}
+        env.update(PYTHONPATH=str(Path(__file__).resolve().parents[3]), HOME=tempfile.gettempdir())
+        done = subprocess.run([*as_nobody, RESERVE], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.split()) == 2
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert folder.parent.stat().st_uid == os.getuid()
+
+
+@pytest.mark.parametrize("problem", ["another-owner", "group-writable", "a-link"])
+def test_a_lock_folder_someone_else_controls_is_refused(tmp_path: Path, problem: str) -> None:
+    folder = tmp_path / f"pytest-triton-{os.getuid()}"
+    if problem == "a-link":
+        (tmp_path / "elsewhere").mkdir(mode=0o700)
+        folder.symlink_to(tmp_path / "elsewhere")
+    else:
+        folder.mkdir(mode=0o700)
+    if problem == "group-writable":
+        folder.chmod(0o770)
+    if problem == "another-owner":
+        if os.getuid() != 0:
+            pytest.skip("needs root to give the folder to another uid")
+        os.chown(folder, NOBODY, NOBODY)
+    with pytest.raises(ConfigError, match=rf"{folder} is not a folder of uid {os.getuid()} that only it can write"):
+        user_dir(tmp_path)
