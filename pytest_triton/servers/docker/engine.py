@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import re
 import socket
+import threading
 import time
+from collections.abc import Callable
 from collections.abc import Iterable
+from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
@@ -207,9 +211,68 @@ def stream_error(events: Iterable[Mapping[str, Any]], sink: PullProgress) -> str
     return None
 
 
-def ensure_image(client: Any, image: str, *, pull: str = "missing", progress: ProgressCallback | None = None) -> None:
+DEFAULT_PULL_TIMEOUT = 1800.0  # an NGC Triton image is 10-20 GB: half an hour on a slow link
+PULL_TIMEOUT_ENV = "PYTEST_TRITON_PULL_TIMEOUT"
+_END = object()
+
+
+def pull_timeout() -> float:
+    """The deadline of one image pull, in seconds: ``$PYTEST_TRITON_PULL_TIMEOUT`` or 1800."""
+    text = os.environ.get(PULL_TIMEOUT_ENV, "")
+    if not text:
+        return DEFAULT_PULL_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if value <= 0:
+        raise ConfigError(f"{PULL_TIMEOUT_ENV}={text!r} must be a number of seconds above 0, e.g. 1800")
+    return value
+
+
+def events_within(open_events: Callable[[], Iterable[Any]], timeout: float, what: str) -> Iterator[Any]:
+    """The events of ``open_events()`` as they come, but TimeoutError once ``timeout`` seconds have passed.
+
+    docker-py pulls with no socket timeout (``timeout=None``), and the daemon sends its reply headers only
+    once the registry has answered: a registry or daemon that stops answering blocks the call and then the
+    stream. Both run on a daemon thread; when the deadline passes the caller gets TimeoutError, and the
+    thread is left to end with the request (closing the client ends it)."""
+    found: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+    def pump() -> None:
+        try:
+            for event in open_events():
+                found.put(event)
+        except BaseException as exc:  # handed to the caller
+            found.put(exc)
+        finally:
+            found.put(_END)
+
+    threading.Thread(target=pump, name="pytest-triton-stream", daemon=True).start()
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            item = found.get(timeout=max(deadline - time.monotonic(), 0.0))
+        except queue.Empty:
+            raise TimeoutError(f"{what} did not finish within {timeout:g} s") from None
+        if item is _END:
+            return
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+
+
+def ensure_image(
+    client: Any,
+    image: str,
+    *,
+    pull: str = "missing",
+    progress: ProgressCallback | None = None,
+    timeout: float | None = None,
+) -> None:
     """Make sure the daemon has ``image``: ``pull`` is ``"missing"`` (pull when absent), ``"always"`` or
-    ``"never"``. Pull progress goes to ``progress``; failures raise one-line :class:`ServerStartError`."""
+    ``"never"``. Pull progress goes to ``progress``; failures raise one-line :class:`ServerStartError`, as
+    does a pull that has not finished within ``timeout`` s (default :func:`pull_timeout`)."""
     from docker.errors import APIError
     from docker.errors import DockerException
 
@@ -227,8 +290,19 @@ def ensure_image(client: Any, image: str, *, pull: str = "missing", progress: Pr
     if progress is not None:
         progress(f"pulling {image} (not on the Docker host yet)")
     started = time.monotonic()
+    limit = pull_timeout() if timeout is None else timeout
     try:
-        error = stream_error(client.api.pull(repository, tag=tag, stream=True, decode=True), sink)
+        events = events_within(
+            lambda: client.api.pull(repository, tag=tag, stream=True, decode=True), limit, f"pulling {image}"
+        )
+        error = stream_error(events, sink)
+    except TimeoutError as err:
+        with contextlib.suppress(Exception):  # ends the stream the reading thread still waits on
+            client.close()
+        raise ServerStartError(
+            f"{err} ({sink.events} progress events so far): the registry {registry_of(image)} or the Docker "
+            f"daemon stopped answering; pull it beforehand (`docker pull {image}`) or raise {PULL_TIMEOUT_ENV}"
+        ) from None
     except APIError as err:  # the daemon refused before streaming (e.g. an invalid reference, a 404)
         raise pull_failure(image, str(err.explanation or err)) from None
     except DockerException as err:

@@ -12,6 +12,7 @@ the providers the adapted configs ask for, and that no host path is left in any 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import site
 import sys
@@ -71,24 +72,47 @@ class ImageFacts:
 _facts: dict[str, ImageFacts] = {}
 
 
-def probe_image(client: Any, image: str) -> ImageFacts:
-    """Read :class:`ImageFacts` from ``image`` (once per image id and process)."""
+PROBE_TIMEOUT = 120.0  # python3 printing what it imports; a cold image on a busy host takes seconds
+
+
+def _run_probe(client: Any, image: str, timeout: float) -> bytes:
+    """Run the probe in a throw-away container and return its output, waiting at most ``timeout`` s.
+
+    docker-py's ``containers.run`` waits with no timeout at all: a probe that hangs (a python3 that blocks
+    on start) would hold the session for ever. Here the wait has a deadline and the container always goes."""
+    container = client.containers.create(
+        image,
+        ["python3", "-c", _PROBE],
+        entrypoint=[],
+        network_mode="none",
+        labels={"org.pytest-triton.probe": "1"},
+    )
+    try:
+        container.start()
+        try:
+            container.wait(timeout=timeout)
+        except Exception as err:  # requests' ReadTimeout/ConnectionError: the daemon did not say it ended
+            raise TimeoutError(f"the probe container of {image!r} did not end within {timeout:g} s") from err
+        return bytes(container.logs(stdout=True, stderr=True))
+    finally:
+        with contextlib.suppress(Exception):
+            container.remove(force=True, v=True)
+
+
+def probe_image(client: Any, image: str, *, timeout: float = PROBE_TIMEOUT) -> ImageFacts:
+    """Read :class:`ImageFacts` from ``image`` (once per image id and process), within ``timeout`` s."""
     from docker.errors import DockerException
 
     image_id = str(client.images.get(image).id)
     if image_id in _facts:
         return _facts[image_id]
     try:
-        output = client.containers.run(
-            image,
-            ["python3", "-c", _PROBE],
-            entrypoint=[],
-            network_mode="none",
-            remove=True,
-            stdout=True,
-            stderr=True,
-            labels={"org.pytest-triton.probe": "1"},
-        )
+        output = _run_probe(client, image, timeout)
+    except TimeoutError as err:
+        raise ServerStartError(
+            f"{err}: its python3 gave no answer; check that `docker run --entrypoint python3 {image} -c 1` "
+            "ends, and that the Docker host is not overloaded"
+        ) from None
     except DockerException as err:
         raise ServerStartError(
             f"could not read the backends and Python of image {image!r} (python3 -c ... in a throw-away "
