@@ -200,12 +200,15 @@ def stop_process_group(
     interrupt_timeout: float = 10.0,
     terminate_timeout: float = 5.0,
     straggler_timeout: float = 0.2,
-) -> None:
-    """Stop ``proc`` (a process group leader) and everything in its group.
+    kill_timeout: float = 10.0,
+) -> bool:
+    """Stop ``proc`` (a process group leader) and everything in its group; False if something outlived it all.
 
     SIGINT to the leader, up to ``interrupt_timeout`` s; SIGTERM to the group, up to ``terminate_timeout``
-    s; SIGKILL to the group. Processes still in the group once the leader is gone (python stubs cleaning
-    up after a fast exit) get ``straggler_timeout`` s, then SIGKILL.
+    s; SIGKILL to the group, up to ``kill_timeout`` s (a process in uninterruptible sleep, or frozen, does not
+    die at SIGKILL: waiting for it without a bound would hang the session). Processes still in the group once
+    the leader is gone (python stubs cleaning up after a fast exit) get ``straggler_timeout`` s, then SIGKILL
+    and up to ``kill_timeout`` s more.
     """
     pgid = proc.pid
     if proc.poll() is None:
@@ -215,10 +218,12 @@ def stop_process_group(
             _killpg(pgid, signal.SIGTERM)
             if not _wait(proc, terminate_timeout):
                 _killpg(pgid, signal.SIGKILL)
-                proc.wait()
+                if not _wait(proc, kill_timeout):
+                    return False  # the kernel holds it (state D, a frozen cgroup): reaped when it ends
     if not _wait_group_empty(pgid, straggler_timeout):
         _killpg(pgid, signal.SIGKILL)
-        _wait_group_empty(pgid, 5.0)
+        return _wait_group_empty(pgid, kill_timeout)
+    return True
 
 
 def describe_exit(returncode: int) -> str:

@@ -161,12 +161,14 @@ class TritonProcess:
     def stop(self, timeout: float) -> None:
         """Stop the server and its python stubs (SIGINT, ``timeout`` s, then harder), remove their shared
         memory, the empty python environment folders and the work folder; the log stays readable. Calling it
-        again does nothing."""
+        again does nothing. Raises ServerError (after all the rest) when the process outlived SIGKILL by
+        10 s: the kernel holds it (uninterruptible sleep, a frozen cgroup), and nothing more can be done."""
         self.stopped = True
         if self._finalizer is not None:
             self._finalizer.detach()
-        if self.proc is not None:
-            stop_process_group(self.proc, interrupt_timeout=timeout)
+        survivor = None
+        if self.proc is not None and not stop_process_group(self.proc, interrupt_timeout=timeout):
+            survivor = self.proc.pid
         if self.shm_prefix:
             remove_shm(self.shm_prefix)
         remove_empty_dirs(self._python_envs)
@@ -178,6 +180,12 @@ class TritonProcess:
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
+        if survivor is not None:
+            raise ServerError(
+                f"tritonserver (pid {survivor}) or a process of its group is still there 10 s after SIGKILL: "
+                f"the kernel holds it (see `cat /proc/{survivor}/status`: State D is a blocked device or "
+                "file system, a frozen cgroup keeps it too); it ends when that is released"
+            )
 
     def _arm(self) -> None:
         # what is left at interpreter exit is still stopped and removed (the finalizer holds no reference to self)

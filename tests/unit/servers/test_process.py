@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,51 @@ def test_sweep_removes_only_regions_of_dead_owners(tmp_path: Path, monkeypatch: 
 )
 def test_describe_exit(returncode: int, words: str) -> None:
     assert describe_exit(returncode) == words
+
+
+FREEZER = Path("/sys/fs/cgroup/freezer")
+
+
+@pytest.fixture
+def frozen_cgroup() -> Iterator[Path]:
+    """A cgroup-v1 freezer group of our own: a task in it that is FROZEN does not die at SIGKILL until it is
+    thawed (a real process the kernel holds, as one in uninterruptible sleep)."""
+    if not (FREEZER / "cgroup.procs").exists():
+        pytest.skip(f"no cgroup v1 freezer at {FREEZER}: cannot make a process that SIGKILL does not end")
+    group = FREEZER / f"pytest-triton-test-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        group.mkdir()
+    except OSError as exc:
+        pytest.skip(f"cannot make a freezer cgroup here ({exc}): needs root on a cgroup v1 host")
+    try:
+        yield group
+    finally:
+        (group / "freezer.state").write_text("THAWED")
+        deadline = time.monotonic() + 10
+        while (group / "cgroup.procs").read_text().strip() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        group.rmdir()
+
+
+def test_stop_is_bounded_when_sigkill_cannot_end_the_process(tmp_path: Path, frozen_cgroup: Path) -> None:
+    proc = _spawn(["sleep", "300"], tmp_path)
+    (frozen_cgroup / "cgroup.procs").write_text(str(proc.pid))
+    (frozen_cgroup / "freezer.state").write_text("FROZEN")
+    deadline = time.monotonic() + 10
+    while (frozen_cgroup / "freezer.state").read_text().strip() != "FROZEN":
+        assert time.monotonic() < deadline, "the cgroup did not freeze"
+        time.sleep(0.02)
+    outcome: list[bool] = []
+    stopper = threading.Thread(
+        target=lambda: outcome.append(
+            process.stop_process_group(proc, interrupt_timeout=0.1, terminate_timeout=0.1, kill_timeout=0.5)
+        ),
+        daemon=True,
+    )
+    stopper.start()
+    stopper.join(timeout=30)  # an unbounded proc.wait() after SIGKILL never returns here
+    assert not stopper.is_alive(), "stop_process_group waited without a bound for a process SIGKILL cannot end"
+    assert outcome == [False]  # and it says the process is still there
+    assert proc.poll() is None
+    (frozen_cgroup / "freezer.state").write_text("THAWED")  # now the pending SIGKILL lands
+    assert proc.wait(timeout=10) < 0  # a pending signal ends it
