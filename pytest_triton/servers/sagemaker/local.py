@@ -10,7 +10,10 @@ when ``/ping`` answers 200, as SageMaker's health check requires.
 Two deviations from the container, both announced in :attr:`notes`: ONNX models are adapted for a binary
 without the onnxruntime backend (as the local launcher does), and the ports are free ones on this machine
 (``SAGEMAKER_BIND_TO_PORT``, and the gRPC/metrics ports when they are on) instead of 8080/8001/8002.
-Triton 2.51's SageMaker frontend binds 0.0.0.0 (it has no address flag).
+gRPC and metrics, when the variables turn them on, bind 127.0.0.1 (``--grpc-address``/``--metrics-address``
+added to ``SAGEMAKER_TRITON_ADDITIONAL_ARGS``, unless that variable names an address itself). Triton 2.51's
+SageMaker frontend binds 0.0.0.0: it has no address flag (``tritonserver --help`` of the 2.51 binary lists
+``--sagemaker-port``, ``--sagemaker-safe-port-range`` and ``--sagemaker-thread-count`` only).
 
 Given an image (``image=``, ``--triton-image``), it runs in a container of that image instead, as SageMaker
 runs it: the unpacked archive mounted read-only at ``/opt/ml/model``, the container environment, the host
@@ -300,6 +303,23 @@ class SageMakerLocalLauncher(StartedInWith):
         self.notes.append("ports chosen here: " + ", ".join(f"{k}={v}" for k, v in placed.items()))
         return placed
 
+    def _loopback_env(self, env: dict[str, str]) -> dict[str, str]:
+        """``SAGEMAKER_TRITON_ADDITIONAL_ARGS`` with 127.0.0.1 for the gRPC and metrics frontends the variables
+        turn on (they bind 0.0.0.0 otherwise); an address the user gave there is kept."""
+        given = env.get("SAGEMAKER_TRITON_ADDITIONAL_ARGS", "")
+        added = [
+            f"--{frontend}-address={LOCALHOST}"
+            for frontend, variable in (
+                ("grpc", "SAGEMAKER_TRITON_ALLOW_GRPC"),
+                ("metrics", "SAGEMAKER_TRITON_ALLOW_METRICS"),
+            )
+            if env.get(variable) == "true" and f"--{frontend}-address" not in given
+        ]
+        if not added:
+            return {}
+        self.notes.append(f"{' and '.join(a.split('-address')[0][2:] for a in added)} bound to {LOCALHOST}")
+        return {"SAGEMAKER_TRITON_ADDITIONAL_ARGS": " ".join([given, *added]).strip()}
+
     def start(self) -> Self:
         """Start Triton as the container would and wait until ``/ping`` answers 200."""
         if self._urls is not None:
@@ -308,6 +328,7 @@ class SageMakerLocalLauncher(StartedInWith):
             self.prepare()
             env = self.container_env()
             env.update(self._ports_env(env))
+            env.update(self._loopback_env(env))
             plan = serve_plan(
                 env,
                 RepositoryLayout.of(self.model_dir),
