@@ -1,11 +1,13 @@
 """What a hard-killed pytest leaves in /dev/shm: nothing, unless the python stubs are killed too.
 
 Runs pytest in a subprocess holding a real tritonserver with a python model, SIGKILLs it, and
-watches the shared-memory regions its launcher named after its pid.
+watches the shared-memory regions its launcher named after its owner token (found through the owner lock
+file that records its pid).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_triton.servers.owner import owners_dir
 from pytest_triton.servers.process import SHM_DIR
 from pytest_triton.servers.process import children_of
 from pytest_triton.servers.process import sweep_stale_shm
@@ -33,8 +36,18 @@ def test_hold(triton_server):
 pytestmark = pytest.mark.skipif(not SHM_DIR.is_dir(), reason="no /dev/shm on this system")
 
 
+def owner_token_of(pid: int) -> str:
+    """The owner token of process ``pid`` (its lock file records the pid it was taken by)."""
+    for lock in owners_dir().glob("*.lock"):
+        with contextlib.suppress(OSError):
+            if lock.read_text().startswith(f"pid={pid} "):
+                return lock.stem
+    return f"no-owner-file-for-pid-{pid}"
+
+
 def regions(pid: int) -> list[str]:
-    return [name for name in os.listdir(SHM_DIR) if name.startswith(f"pytest_triton_{pid}_")]
+    token = owner_token_of(pid)
+    return [name for name in os.listdir(SHM_DIR) if name.startswith(f"pytest_triton_{token}_")]
 
 
 def start_holder(folder: Path) -> subprocess.Popen[bytes]:
