@@ -177,8 +177,10 @@ class TritonContainer:
         container.with_envs(**env)
         if self.network == "bridge":
             for inside_port, port in (published or {}).items():
-                # docker-py takes (address, port); testcontainers' annotation says int
-                container.with_bind_ports(f"{inside_port}/tcp", (LOCALHOST, port))  # type: ignore[arg-type]
+                # published on 127.0.0.1 only: docker-py takes (address, port), but testcontainers 4.15's
+                # with_bind_ports takes a port alone (it would bind 0.0.0.0) and fails on a tuple; its
+                # ports mapping goes to docker-py as it is
+                container.ports[f"{inside_port}/tcp"] = (LOCALHOST, port)  # type: ignore[assignment]
         container.with_kwargs(
             device_requests=device_requests(self.gpus),
             shm_size=self.shm_size,
