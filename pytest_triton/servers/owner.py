@@ -136,7 +136,8 @@ def liveness(token: str, *, folder: Path | None = None) -> Liveness:
 
 
 def sweep_dead_owner_locks(*, folder: Path | None = None, max_age_s: float = DEAD_LOCK_MAX_AGE_S) -> list[str]:
-    """Remove lock files of owners dead for longer than ``max_age_s`` (their things were swept long ago)."""
+    """Remove lock files of owners dead for longer than ``max_age_s`` (their things were swept long ago), and
+    staging files (``.<token>.new``) of owners killed before they named theirs; returns the tokens."""
     base = owners_dir() if folder is None else folder
     removed = []
     try:
@@ -145,14 +146,15 @@ def sweep_dead_owner_locks(*, folder: Path | None = None, max_age_s: float = DEA
         return []
     now = time.time()
     for name in names:
-        token, _, suffix = name.partition(".")
+        staging = name.startswith(".") and name.endswith(".new")
+        token = name[1:-4] if staging else name.removesuffix(".lock")
         path = base / name
         with contextlib.suppress(OSError):
-            if suffix != "lock" or now - os.lstat(path).st_mtime < max_age_s:
+            if not (staging or name.endswith(".lock")) or now - os.lstat(path).st_mtime < max_age_s:
                 continue
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: its owner is dead
                 os.unlink(path)
                 removed.append(token)
             except BlockingIOError:

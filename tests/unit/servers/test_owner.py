@@ -20,6 +20,9 @@ from pathlib import Path
 import pytest
 
 from pytest_triton.servers import process
+from pytest_triton.servers.owner import Liveness
+from pytest_triton.servers.owner import liveness
+from pytest_triton.servers.owner import sweep_dead_owner_locks
 from pytest_triton.servers.process import make_owned_workdir
 from pytest_triton.servers.process import sweep_stale_shm
 from pytest_triton.servers.process import sweep_stale_workdirs
@@ -176,3 +179,22 @@ def test_unknown_owners_are_never_swept(tmp_path: Path, monkeypatch: pytest.Monk
     assert sweep_stale_shm() == []
     assert sweep_stale_workdirs(tmp_path) == []
     assert foreign.is_dir()
+
+
+def test_old_locks_of_dead_owners_go_and_live_ones_stay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTEST_TRITON_OWNERS", str(tmp_path))
+    script = "from pytest_triton.servers.owner import owner_token; print(owner_token())"
+    dead = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(), check=True)
+    dead_token = dead.stdout.strip()
+    (tmp_path / ".0123.new").write_bytes(b"")  # an owner killed between creating and naming its lock
+    (tmp_path / "work").mkdir()
+    with holder([sys.executable], tmp_path / "work") as (proc, _workdir, _region):
+        live = [p.stem for p in tmp_path.glob("*.lock") if p.stem != dead_token]
+        assert len(live) == 1
+        assert liveness(dead_token) is Liveness.DEAD
+        assert liveness(live[0]) is Liveness.ALIVE
+        assert sweep_dead_owner_locks(max_age_s=3600) == []  # a recent death: kept, later sweeps still judge it
+        assert sorted(sweep_dead_owner_locks(max_age_s=0)) == sorted([dead_token, "0123"])
+        assert liveness(dead_token) is Liveness.UNKNOWN  # its file is gone: nothing of it is swept any more
+        assert liveness(live[0]) is Liveness.ALIVE
+        assert proc.poll() is None
