@@ -9,7 +9,6 @@ error naming the file, the key and the value.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
@@ -26,11 +25,6 @@ if TYPE_CHECKING:
     from pytest_triton.contracts import Declaration
     from pytest_triton.serving import TritonServerFactory
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 
 @dataclass
 class ContractsState:
@@ -46,28 +40,11 @@ class ContractFailure(Exception):
     """A contract item failed; the message is the whole report (variant, output, worst element)."""
 
 
-def _pyproject_has_contracts(path: Path) -> bool:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
-        return False
-    return isinstance(data.get("tool", {}).get("pytest-triton", {}).get("contracts"), dict)
-
-
-def contract_paths(config: pytest.Config) -> list[Path]:
-    """The contracts files of this run (option, ini, the root's pyproject.toml table), each once."""
-    paths = [Path(p).resolve() for p in config.getoption("triton_contracts")]
-    paths += [Path(p).resolve() for p in config.getini("triton_contracts")]
-    pyproject = config.rootpath / "pyproject.toml"
-    if not paths and pyproject.is_file() and _pyproject_has_contracts(pyproject):
-        paths.append(pyproject.resolve())
-    return list(dict.fromkeys(paths))
-
-
 def load_contracts(config: pytest.Config) -> None:
     """Read and validate every contracts file (an invalid one is a usage error: the run stops before tests)."""
     from pytest_triton.contracts import load_declaration
     from pytest_triton.errors import ConfigError
+    from pytest_triton.options import contract_paths
     from pytest_triton.servers.registry import launcher_class
 
     state = ContractsState()
@@ -79,10 +56,28 @@ def load_contracts(config: pytest.Config) -> None:
 
 
 class ContractFile(pytest.File):
-    """A contracts file; its items are made by the plugin, not collected from the file."""
+    """A contracts file (read and checked when pytest started): one item per parity and latency check."""
+
+    def __init__(self, *, declaration: Declaration, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.declaration = declaration
 
     def collect(self) -> list[pytest.Item]:
-        return []
+        declaration = self.declaration
+        made: list[tuple[str, Callable[..., None]]] = [
+            (f"parity[{v.name}]", _parity(declaration, v.name)) for v in declaration.candidates
+        ]
+        if declaration.latency is not None:
+            made += [(f"latency[{name}]", _latency(declaration, name)) for name in declaration.latency.variants]
+            made += [
+                (f"latency[{r.name}]", _relative(declaration, i)) for i, r in enumerate(declaration.latency.relative)
+            ]
+        items: list[pytest.Item] = []
+        for name, function in made:
+            item = ContractItem.from_parent(self, name=name, callobj=function)
+            item.add_marker("triton_contract")
+            items.append(item)
+        return items
 
 
 class ContractItem(pytest.Function):
@@ -252,31 +247,12 @@ def _relative(declaration: Declaration, index: int) -> Callable[..., None]:
     return contract_relative_latency
 
 
-def collect_contract_items(session: pytest.Session) -> list[pytest.Item]:
+def contract_collectors(session: pytest.Session) -> list[pytest.Collector]:
+    """One collector per contracts file of the run, for the session's own collect report."""
     state = session.config.stash.get(CONTRACTS_KEY, None)
     if state is None:
         return []
-    items: list[pytest.Item] = []
-    for declaration in state.declarations:
-        parent = ContractFile.from_parent(session, path=declaration.path)
-        made: list[tuple[str, Callable[..., None]]] = [
-            (f"parity[{v.name}]", _parity(declaration, v.name)) for v in declaration.candidates
-        ]
-        if declaration.latency is not None:
-            made += [(f"latency[{name}]", _latency(declaration, name)) for name in declaration.latency.variants]
-            made += [
-                (f"latency[{r.name}]", _relative(declaration, i)) for i, r in enumerate(declaration.latency.relative)
-            ]
-        own: list[pytest.Item] = []
-        for name, function in made:
-            item = ContractItem.from_parent(parent, name=name, callobj=function)
-            item.add_marker("triton_contract")
-            own.append(item)
-        # the file's collection report, as pytest's own collectors make: "collected N items" counts these
-        collected: list[pytest.Item | pytest.Collector] = list(own)
-        session.ihook.pytest_collectreport(report=pytest.CollectReport(parent.nodeid, "passed", None, collected))
-        items.extend(own)
-    return items
+    return [ContractFile.from_parent(session, path=d.path, declaration=d) for d in state.declarations]
 
 
 def summary_lines(config: pytest.Config) -> list[str]:

@@ -9,7 +9,6 @@ a target that cannot be linted fails its own item, never the session.
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -81,34 +80,21 @@ class TritonLintTarget(pytest.Collector):
 
 
 def lint_targets_from_config(config: pytest.Config) -> list[Path]:
-    targets = [Path(p) for p in config.getoption("triton_lint")]
-    targets += [Path(p) for p in config.getini("triton_lint_paths")]
-    return targets
+    from pytest_triton.options import many
+
+    return [Path(p) for p in many(config, "triton_lint")]
 
 
 def lint_limits_from_config(config: pytest.Config) -> LintLimits:
     """``--triton-lint-limit NAME=N`` options over ini ``triton_lint_limits`` over the defaults."""
     from pytest_triton.errors import ConfigError
     from pytest_triton.lint.limits import LintLimits
+    from pytest_triton.options import many
 
-    values = [*_ini_lines(config, "triton_lint_limits"), *(_option(config, "triton_lint_limit") or [])]
     try:
-        return LintLimits().with_values(values)
+        return LintLimits().with_values(many(config, "triton_lint_limit"))
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from exc
-
-
-def _ini_lines(config: pytest.Config, name: str) -> list[str]:
-    try:
-        value = config.getini(name)
-    except ValueError:  # the option is not registered (an older plugin.py)
-        return []
-    return [str(line) for line in value] if isinstance(value, list) else str(value).split()
-
-
-def _option(config: pytest.Config, name: str) -> list[str] | None:
-    value: list[str] | None = config.getoption(name, default=None)
-    return value
 
 
 def lint_collectors(session: pytest.Session) -> list[pytest.Collector]:
@@ -122,14 +108,3 @@ def lint_collectors(session: pytest.Session) -> list[pytest.Collector]:
         )
         for target in targets
     ]
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_make_collect_report(
-    collector: pytest.Collector,
-) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
-    """Add the lint targets to the session's own collect report, before pytest walks it."""
-    report = yield
-    if isinstance(collector, pytest.Session) and report.passed:
-        report.result.extend(lint_collectors(collector))
-    return report

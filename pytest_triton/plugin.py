@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_triton.contract_items import collect_contract_items
+from pytest_triton import options
+from pytest_triton.contract_items import contract_collectors
 from pytest_triton.contract_items import load_contracts
-from pytest_triton.lint_items import pytest_make_collect_report  # noqa: F401  (a hook: lint collectors)
+from pytest_triton.lint_items import lint_collectors
 
 if TYPE_CHECKING:
     from pytest_triton.bench.session import TritonBench
@@ -27,190 +28,32 @@ if TYPE_CHECKING:
     from pytest_triton.session_state import SessionState
 
 MARKERS = {
-    "gpu": "Test needs a GPU; runs only with --gpu",
-    "docker": "Test needs a Docker engine and the docker launcher (--triton-launcher docker)",
-    "cloud": "Test needs a SageMaker endpoint; runs only with --cloud (the sagemaker launcher)",
+    "triton_gpu": "Test needs a GPU; runs only with --triton-gpu (short form --gpu)",
+    "triton_docker": "Test needs a Docker engine and the docker launcher (--triton-launcher docker)",
+    "triton_cloud": "Test needs a SageMaker endpoint; runs only with --triton-cloud (short form --cloud)",
     "triton_lint": "Lint item of a model folder (select them with -m triton_lint)",
     "triton_contract": "Item of a contracts file (select them with -m triton_contract)",
 }
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("triton", "Triton model repositories (pytest-triton)")
-    group.addoption("--gpu", action="store_true", default=False, help="Require GPUs; run tests marked gpu")
-    group.addoption(
-        "--triton-launcher",
-        metavar="NAME",
-        default=None,
-        help="How to get a Triton server: local (a tritonserver process, the default), url (a running one, "
-        "--triton-url), docker (a Triton image, --triton-image), or a launcher another package registers",
-    )
-    group.addoption("--tritonserver", metavar="PATH", default=None, help="tritonserver binary for the local launcher")
-    group.addoption("--triton-url", metavar="URL", default=None, help="HTTP URL of a running Triton (url launcher)")
-    group.addoption(
-        "--triton-image",
-        metavar="IMAGE",
-        default=None,
-        help="Triton image for the docker launcher (default nvcr.io/nvidia/tritonserver:26.05-py3); with "
-        "--triton-launcher sagemaker-local, the image it runs in (default: no container)",
-    )
-    group.addoption(
-        "--triton-network",
-        choices=("host", "bridge"),
-        default=None,
-        help="Docker launcher networking: host (default; ports chosen free, bound on 127.0.0.1) or bridge "
-        "(ports published on 127.0.0.1)",
-    )
-    group.addoption(
-        "--triton-shm-size", metavar="SIZE", default=None, help="Shared memory of the container (default 1g)"
-    )
-    group.addoption(
-        "--triton-gpu-devices",
-        metavar="IDS",
-        default=None,
-        help="GPUs given to the container with --gpu, e.g. 0,1 (default all)",
-    )
-    group.addoption(
-        "--triton-pull",
-        choices=("missing", "always", "never"),
-        default=None,
-        help="When the docker launcher pulls its image (default missing)",
-    )
-    group.addoption(
-        "--triton-ryuk",
-        action="store_true",
-        default=None,
-        help="Let testcontainers start its Ryuk reaper container (it must be pullable; off by default)",
-    )
-    group.addoption(
-        "--triton-repository",
-        metavar="PATH",
-        default=None,
-        help="Model repository served by the triton_server fixture",
-    )
-    group.addoption(
-        "--triton-lint",
-        metavar="PATH",
-        action="append",
-        default=[],
-        help="Lint this repository, model folder or model.tar.gz as test items (repeatable)",
-    )
-    group.addoption(
-        "--triton-lint-limit",
-        metavar="NAME=N",
-        action="append",
-        default=[],
-        help="Raise or lower a lint limit, e.g. max_config_bytes=32M (repeatable; see python -m pytest_triton lint -h)",
-    )
-    group.addoption(
-        "--triton-budgets",
-        metavar="FILE",
-        default=None,
-        help="Latency budget file (default: ini triton_budgets, model_repos/budgets.toml)",
-    )
-    group.addoption(
-        "--triton-report", metavar="PATH", default=None, help="Write the latency report to PATH.json, PATH.md, PATH.svg"
-    )
-    group.addoption(
-        "--triton-hardware",
-        metavar="NAME",
-        default=None,
-        help="Budget hardware key to use instead of this machine's (e.g. nvidia-a10g)",
-    )
-    group.addoption(
-        "--triton-contracts",
-        metavar="FILE",
-        action="append",
-        default=[],
-        help="Contracts file (TOML, or a pyproject.toml's [tool.pytest-triton.contracts]) run as items (repeatable)",
-    )
-    group.addoption(
-        "--triton-unstable",
-        choices=("warn", "fail"),
-        default=None,
-        help="What an unstable latency measurement within budget does: warn (default) or fail; over budget fails",
-    )
-    _add_cloud_options(parser)
-    parser.addini("triton_budgets", "Latency budget file", default="model_repos/budgets.toml")
-    parser.addini("triton_unstable", "Unstable latency measurement within budget: warn or fail", default="warn")
-    parser.addini(
-        "triton_contracts", "Contracts files run as items (like --triton-contracts)", type="paths", default=[]
-    )
-    parser.addini(
-        "triton_window_ms",
-        "Latency measurement window in ms; windows repeat until the last three agree within 10%",
-        default="3000",
-    )
-    parser.addini("triton_lint_paths", "Paths linted as test items (like --triton-lint)", type="paths", default=[])
-    parser.addini(
-        "triton_lint_limits", "Lint limits as NAME=N lines (like --triton-lint-limit)", type="linelist", default=[]
-    )
-    parser.addini(
-        "triton_cloud_metrics_wait",
-        "Seconds to wait at the session's end for CloudWatch's split of the last SageMaker window (0: read once)",
-        default="180",
-    )
-    parser.addini("triton_repository", "Model repository served by the triton_server fixture", default="")
-    parser.addini("triton_launcher", "Default launcher (local, url or a registered one)", default="")
-    parser.addini("triton_startup_timeout", "Seconds to wait for the server and its models", default="120")
-    parser.addini(
-        "triton_container_startup_timeout",
-        "Seconds the docker launcher waits for its server and models (a first TensorRT start builds engines)",
-        default="600",
-    )
+    options.add_options(parser)
 
 
-def _add_cloud_options(parser: pytest.Parser) -> None:
-    cloud = parser.getgroup("triton-cloud", "SageMaker endpoints (pytest-triton --cloud)")
-    cloud.addoption(
-        "--cloud",
-        action="store_true",
-        default=False,
-        help="Deploy the repository to a SageMaker endpoint for the run and remove it after "
-        "(with --endpoint: test that endpoint, read-only)",
-    )
-    cloud.addoption("--endpoint", metavar="NAME", default=None, help="With --cloud: reuse this InService endpoint")
-    cloud.addoption("--s3-uri", metavar="URI", default=None, help="Where model.tar.gz goes (s3://BUCKET[/PREFIX])")
-    cloud.addoption("--instance-type", metavar="TYPE", default=None, help="Endpoint instance type (ml.g5.xlarge)")
-    cloud.addoption("--triton-version", metavar="X.Y", default=None, help="sagemaker-tritonserver version (26.05)")
-    cloud.addoption("--image", metavar="URI", default=None, help="Container image, instead of the region's table")
-    cloud.addoption("--sagemaker-role", metavar="ARN", default=None, help="Execution role of the endpoint's model")
-    cloud.addoption(
-        "--cloud-metrics-wait",
-        metavar="SECONDS",
-        default=None,
-        help="At the session's end, wait up to SECONDS after the last latency window for CloudWatch's "
-        "ModelLatency/OverheadLatency (default: ini triton_cloud_metrics_wait, 180; 0: read once)",
-    )
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> Generator[None]:
+    # after every plugin and the initial conftests added their options, before pytest parses the command line:
+    # the short forms (--gpu, --cloud, --endpoint) that nothing else defines become the plugin's options
+    result = yield
+    options.translate_short_forms(early_config, parser, args)
+    return result
 
 
-def _cloud_metrics_wait(config: pytest.Config) -> float:
-    """``--cloud-metrics-wait`` (else ini ``triton_cloud_metrics_wait``) in seconds; a UsageError if not >= 0."""
-    given = config.getoption("cloud_metrics_wait")
-    text = str(given if given is not None else config.getini("triton_cloud_metrics_wait"))
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = -1.0
-    if not seconds >= 0:  # also NaN
-        name = "--cloud-metrics-wait" if given is not None else "ini triton_cloud_metrics_wait"
-        raise pytest.UsageError(f"{name}={text!r}: expected seconds >= 0 (0: read CloudWatch once, no wait)")
-    return seconds
-
-
-def _check_cloud_options(config: pytest.Config) -> None:
-    _cloud_metrics_wait(config)
-    cloud_only = [
-        f"--{o.replace('_', '-')}" for o in ("endpoint", "s3_uri", "instance_type", "image") if config.getoption(o)
-    ]
-    if not config.getoption("cloud"):
-        if cloud_only:
-            raise pytest.UsageError(f"{', '.join(cloud_only)} only apply with --cloud; add --cloud")
-        return
-    chosen = config.getoption("triton_launcher")
-    if chosen and chosen != "sagemaker":
-        raise pytest.UsageError(f"--cloud uses the sagemaker launcher; drop --triton-launcher {chosen}")
-    config.option.triton_launcher = "sagemaker"
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    forms = config.stash.get(options.SHORT_KEY, None)
+    return forms.header() if forms is not None else []
 
 
 _RUN_KEY = pytest.StashKey[tuple[str, "str | None"]]()  # (this session's run id, the one it replaced)
@@ -226,7 +69,8 @@ def pytest_configure(config: pytest.Config) -> None:
         run_id()  # an xdist worker shares its controller's run (from the environment)
     else:  # a run of this session's own, set before xdist starts its workers (a nested session never adopts one)
         config.stash[_RUN_KEY] = begin_session_run()
-    if config.getoption("gpu"):
+    options.check(config)
+    if options.flag(config, "triton_gpu"):
         from pytest_triton.errors import PytestTritonError
         from pytest_triton.hardware import require_gpu
 
@@ -234,23 +78,16 @@ def pytest_configure(config: pytest.Config) -> None:
             require_gpu()
         except PytestTritonError as exc:
             raise pytest.UsageError(str(exc)) from exc
-    _check_cloud_options(config)
-    chosen = config.getoption("triton_launcher")
-    if chosen:  # an unknown launcher fails before any test runs, listing the known ones
-        from pytest_triton.errors import ConfigError
-        from pytest_triton.servers.registry import launcher_class
+    from pytest_triton.errors import ConfigError
 
-        try:
-            launcher_class(chosen)
-        except ConfigError as exc:
-            raise pytest.UsageError(str(exc)) from exc
-    if config.getoption("triton_budgets"):  # a named budget file is checked before any test runs
-        from pytest_triton.errors import ConfigError
+    try:  # an unknown launcher or setting fails before any test runs, listing the known ones
+        from pytest_triton.serving import check_launcher
 
-        try:
+        check_launcher(config)
+        if options.text(config, "triton_budgets"):  # a named budget file is checked before any test runs
             _bench(config)
-        except ConfigError as exc:
-            raise pytest.UsageError(str(exc)) from exc
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from exc
     load_contracts(config)
 
 
@@ -260,8 +97,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     from pytest_triton.servers.docker.owners import end_session_run
 
     run, previous = config.stash[_RUN_KEY]
-    launcher = config.getoption("triton_launcher") or config.getini("triton_launcher")
-    if launcher == "docker":  # this session's containers: its own, and those of its dead workers
+    if options.launcher_name(config) == "docker":  # this session's containers: its own, and those of its dead workers
         from pytest_triton.servers.docker.owners import end_of_run
 
         end_of_run(run)
@@ -269,39 +105,37 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def _bench(config: pytest.Config) -> TritonBench:
-    from pytest_triton.bench.sampling import WindowPolicy
-    from pytest_triton.bench.session import TritonBench
-    from pytest_triton.errors import ConfigError
-    from pytest_triton.serving import session_hardware
+    from pytest_triton.serving import session_bench
     from pytest_triton.session_state import BENCH_KEY
 
     if BENCH_KEY not in config.stash:
-        named = config.getoption("triton_budgets")
-        path = named or str(config.rootpath / str(config.getini("triton_budgets")))
-        unstable = config.getoption("triton_unstable") or str(config.getini("triton_unstable"))
-        hardware, source = session_hardware(config)  # under --cloud: the endpoint's GPU
-        bench = TritonBench.from_options(path, hardware, required=named is not None, unstable=unstable)
-        bench.hardware_source = source
-        window = str(config.getini("triton_window_ms"))
-        try:
-            window_ms = float(window)
-        except ValueError:
-            raise ConfigError(f"ini triton_window_ms={window!r} is not a number of milliseconds") from None
-        bench.policy = WindowPolicy(mode="time", window_ms=window_ms)
-        config.stash[BENCH_KEY] = bench
+        config.stash[BENCH_KEY] = session_bench(config)
     return config.stash[BENCH_KEY]
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    # lint targets and contracts files join the session's own collect report before pytest walks it, as file
+    # collectors do: node ids, --co, -k, -m and --deselect treat their items as any test
+    report = yield
+    if isinstance(collector, pytest.Session) and report.passed:
+        report.result.extend(lint_collectors(collector))
+        report.result.extend(contract_collectors(collector))
+    return report
+
+
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    items.extend(collect_contract_items(session))
-    launcher = config.getoption("triton_launcher") or config.getini("triton_launcher") or "local"
+    launcher = options.launcher_name(config)
+    gpu, cloud = options.spelled(config, "triton_gpu"), options.spelled(config, "triton_cloud")
     for item in items:
-        if item.get_closest_marker("gpu") and not config.getoption("gpu"):
-            item.add_marker(pytest.mark.skip(reason="needs a GPU: run with --gpu on a GPU runner"))
-        if item.get_closest_marker("docker") and launcher != "docker":
+        if item.get_closest_marker("triton_gpu") and not options.flag(config, "triton_gpu"):
+            item.add_marker(pytest.mark.skip(reason=f"needs a GPU: run with {gpu} on a GPU runner"))
+        if item.get_closest_marker("triton_docker") and launcher != "docker":
             item.add_marker(pytest.mark.skip(reason="needs the docker launcher: run with --triton-launcher docker"))
-        if item.get_closest_marker("cloud") and launcher != "sagemaker":
-            item.add_marker(pytest.mark.skip(reason="needs a SageMaker endpoint: run with --cloud (AWS credentials)"))
+        if item.get_closest_marker("triton_cloud") and launcher != "sagemaker":
+            item.add_marker(pytest.mark.skip(reason=f"needs a SageMaker endpoint: run with {cloud} (AWS credentials)"))
 
 
 @pytest.fixture
@@ -408,7 +242,7 @@ def _owner(state: SessionState, name: str) -> Iterator[None]:
 
 def _read_late_notes(terminalreporter: pytest.TerminalReporter, config: pytest.Config, exitstatus: int) -> None:
     """Read what the latency results could only get after the tests (CloudWatch's split of each SageMaker
-    window), waiting up to --cloud-metrics-wait; an interrupted session reads once and does not wait."""
+    window), waiting up to --triton-cloud-metrics-wait; an interrupted session reads once and does not wait."""
     from pytest_triton.session_state import BENCH_KEY
 
     bench = config.stash.get(BENCH_KEY, None)
@@ -419,7 +253,7 @@ def _read_late_notes(terminalreporter: pytest.TerminalReporter, config: pytest.C
     from pytest_triton.contract_items import add_late_notes
 
     windows = [late for _, late in bench.late if isinstance(late, SplitWindow)]  # the only kind made today
-    wait = 0.0 if exitstatus == pytest.ExitCode.INTERRUPTED else _cloud_metrics_wait(config)
+    wait = 0.0 if exitstatus == pytest.ExitCode.INTERRUPTED else options.number(config, "triton_cloud_metrics_wait")
     terminalreporter.section("triton cloud metrics")
     terminalreporter.write_line(
         f"reading CloudWatch's split of {len(windows)} latency window(s) at session end "
@@ -448,7 +282,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
         terminalreporter.section("triton")
         for line in lines:
             terminalreporter.write_line(line)
-    report = config.getoption("triton_report")
+    report = options.text(config, "triton_report")
     lines = contract_lines(config)
     if lines:
         terminalreporter.section("triton contracts")
@@ -460,6 +294,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     if bench is None or not (bench.results or bench.parity):
         return
     terminalreporter.section("triton latency")
+    if bench.budgets is None and not bench.declared_budgets:  # said once here, not on every row
+        terminalreporter.write_line(
+            "no budget file (--triton-budgets, ini triton_budgets, or budgets.toml beside the contracts file): "
+            "latency is measured and reported, not asserted"
+        )
     for line in bench.summary_lines():
         terminalreporter.write_line(line)
     if report:

@@ -14,51 +14,81 @@ from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import final
 
 import pytest
 
+from pytest_triton import options
 from pytest_triton.errors import ConfigError
 from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.base import TritonLauncher
 from pytest_triton.servers.factory import ServerFactory
 from pytest_triton.servers.logs import without_gpu_noise
-from pytest_triton.servers.registry import DEFAULT_LAUNCHER
 from pytest_triton.session_state import STATE_KEY
 from pytest_triton.session_state import SessionState
 from pytest_triton.session_state import session_state
 
-# pytest option / ini name → launcher setting; a launcher reads the settings it knows
-_SETTINGS = {
-    "tritonserver": "tritonserver",
-    "triton_url": "url",
-    "triton_image": "triton_image",
-    "triton_network": "network",
-    "triton_shm_size": "shm_size",
-    "triton_gpu_devices": "gpu_devices",
-    "triton_pull": "pull",
-    "triton_ryuk": "ryuk",
-    # --cloud (the sagemaker launcher)
-    "endpoint": "endpoint",
-    "s3_uri": "s3_uri",
-    "instance_type": "instance_type",
-    "triton_version": "triton_version",
-    "image": "image",
-    "sagemaker_role": "sagemaker_role",
-}
+if TYPE_CHECKING:
+    from pytest_triton.bench.session import TritonBench
+
+
+def launcher_settings(config: pytest.Config) -> dict[str, Any]:
+    """The launcher settings of the session: ``--triton-setting KEY=VALUE`` (over ini ``triton_settings``) and
+    the options that are settings of one launcher (``--triton-url``, ``--triton-image``, ``--triton-endpoint``)."""
+    found: dict[str, Any] = dict(options.settings(config))
+    for option, key in (("triton_url", "url"), ("triton_image", "image"), ("triton_endpoint", "endpoint")):
+        if options.text(config, option):
+            found[key] = options.text(config, option)
+    return found
+
+
+def check_launcher(config: pytest.Config) -> None:
+    """ConfigError for an unknown launcher (listing the known ones) or a setting it does not read (listing its)."""
+    from pytest_triton.servers.registry import check_settings
+
+    check_settings(options.launcher_name(config), launcher_settings(config))
 
 
 def session_hardware(config: pytest.Config) -> tuple[str | None, str]:
     """The budget key of the session's bench and where it came from: ``--triton-hardware`` (None: this machine's
-    :func:`~pytest_triton.hardware.hardware_key`), or under ``--cloud`` the GPU of the endpoint's instance type."""
-    named = config.getoption("triton_hardware")
-    if named or not config.getoption("cloud"):
+    :func:`~pytest_triton.hardware.hardware_key`), or under ``--triton-cloud`` the GPU of the endpoint's instance
+    type."""
+    named = options.text(config, "triton_hardware") or None
+    if named or not options.flag(config, "triton_cloud"):
         return named, ""
     from pytest_triton.servers.sagemaker.endpoint import endpoint_hardware
 
-    settings = {key: config.getoption(option) for option, key in _SETTINGS.items()}
-    return endpoint_hardware(ServeOptions(settings=settings))
+    return endpoint_hardware(ServeOptions(settings=launcher_settings(config)))
+
+
+def budgets_path(config: pytest.Config) -> tuple[Path | None, bool]:
+    """The budget file and whether the user named it: ``--triton-budgets`` / ini ``triton_budgets``, else
+    ``budgets.toml`` beside the first contracts file that has one; (None, False) where there is none."""
+    named = options.text(config, "triton_budgets")
+    if named:
+        from_ini = config.getoption("triton_budgets") is None
+        return _resolve(config, named, from_ini=from_ini), True
+    for contracts in options.contract_paths(config):
+        beside = contracts.parent / "budgets.toml"
+        if beside.is_file():
+            return beside, False
+    return None, False
+
+
+def session_bench(config: pytest.Config) -> TritonBench:
+    """The session's latency bench from the options (ConfigError on a budget file that cannot be read)."""
+    from pytest_triton.bench.sampling import WindowPolicy
+    from pytest_triton.bench.session import TritonBench
+
+    path, named = budgets_path(config)
+    hardware, source = session_hardware(config)  # under --triton-cloud: the endpoint's GPU
+    unstable = options.text(config, "triton_unstable")
+    bench = TritonBench.from_options(path, hardware, required=named, unstable=unstable)
+    bench.hardware_source = source
+    bench.policy = WindowPolicy(mode="time", window_ms=options.number(config, "triton_window_ms"))
+    return bench
 
 
 def uncaptured_progress(config: pytest.Config) -> Callable[[str], None]:
@@ -123,30 +153,15 @@ class TritonServerFactory:
 
     @classmethod
     def from_config(cls, config: pytest.Config, staging: Path) -> TritonServerFactory:
-        settings: dict[str, Any] = {key: config.getoption(option) for option, key in _SETTINGS.items()}
-        chosen = config.getoption("triton_launcher") or str(config.getini("triton_launcher") or "")
-        if not chosen:
-            chosen = "url" if settings["url"] else DEFAULT_LAUNCHER
-        timeout = str(config.getini("triton_startup_timeout"))
-        try:
-            startup_timeout = float(timeout)
-        except ValueError:
-            raise ConfigError(f"ini triton_startup_timeout={timeout!r} is not a number of seconds") from None
-        container_timeout = str(config.getini("triton_container_startup_timeout"))
-        try:
-            settings["container_startup_timeout"] = float(container_timeout)
-        except ValueError:
-            raise ConfigError(
-                f"ini triton_container_startup_timeout={container_timeout!r} is not a number of seconds"
-            ) from None
-        options = ServeOptions(
-            gpu=bool(config.getoption("gpu")),
-            startup_timeout=startup_timeout,
+        settings = launcher_settings(config)
+        serve = ServeOptions(
+            gpu=options.flag(config, "triton_gpu"),
+            startup_timeout=options.number(config, "triton_startup_timeout"),
             staging=staging,
             settings=settings,
             progress=uncaptured_progress(config),
         )
-        return cls(chosen, options, session_state(config))
+        return cls(options.launcher_name(config), serve, session_state(config))
 
     def start(
         self,
@@ -180,11 +195,10 @@ class TritonServerFactory:
 
     def configured_repository(self, config: pytest.Config) -> Path | None:
         """``--triton-repository`` (against the invocation folder) or ini ``triton_repository``."""
-        option = config.getoption("triton_repository")
-        if option:
-            return _resolve(config, str(option), from_ini=False)
-        ini = str(config.getini("triton_repository") or "")
-        return _resolve(config, ini, from_ini=True) if ini else None
+        value = options.text(config, "triton_repository")
+        if not value:
+            return None
+        return _resolve(config, value, from_ini=config.getoption("triton_repository") is None)
 
     def session_server(self, config: pytest.Config) -> TritonLauncher:
         """The one server of the session (``--triton-repository`` / ini ``triton_repository``)."""

@@ -155,8 +155,8 @@ class Deployment:
     def _role(self) -> str:
         if not self.options.role:
             raise ConfigError(
-                "--cloud needs the IAM role SageMaker runs the model with: pass --sagemaker-role "
-                "arn:aws:iam::ACCOUNT:role/NAME or set PYTEST_TRITON_SAGEMAKER_ROLE"
+                "--triton-cloud needs the IAM role SageMaker runs the model with: pass --triton-setting "
+                "role=arn:aws:iam::ACCOUNT:role/NAME or set PYTEST_TRITON_SAGEMAKER_ROLE"
             )
         return self.options.role
 
@@ -165,7 +165,7 @@ class Deployment:
             uri = self.options.s3_uri.rstrip("/")
             bucket, _, prefix = uri.removeprefix("s3://").partition("/")
             if not uri.startswith("s3://") or not bucket:
-                raise ConfigError(f"--s3-uri={self.options.s3_uri!r} is not s3://BUCKET[/PREFIX]")
+                raise ConfigError(f"setting s3_uri={self.options.s3_uri!r} is not s3://BUCKET[/PREFIX]")
             return bucket, (prefix + "/" if prefix else "")
         bucket = f"sagemaker-{self.clients.region}-{self.clients.account()}"
         self._ensure_bucket(bucket)

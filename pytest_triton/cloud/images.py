@@ -78,7 +78,7 @@ REGISTRIES: dict[str, Registry] = {
     "cn-northwest-1": Registry("727897471807", _UNTIL_25_04),
 }
 
-_HOW_TO_OVERRIDE = "pass the image URI yourself with --image ACCOUNT.dkr.ecr.REGION.amazonaws.com/REPOSITORY:TAG"
+_HOW_TO_OVERRIDE = "pass the image URI yourself with --triton-image ACCOUNT.dkr.ecr.REGION.amazonaws.com/REPOSITORY:TAG"
 
 
 def ecr_domain(region: str) -> str:
@@ -99,7 +99,7 @@ def triton_image_uri(region: str, version: str = DEFAULT_TRITON_VERSION, *, gpu:
         )
     if version not in registry.versions:
         raise ConfigError(
-            f"--triton-version={version!r} is not published in region {region!r}; "
+            f"setting container_release={version!r} is not published in region {region!r}; "
             f"versions there: {', '.join(registry.versions)}; {_HOW_TO_OVERRIDE}"
         )
     tag = f"{version}-py3" + ("" if gpu else "-cpu")

@@ -16,6 +16,7 @@ launcher class follows :class:`~pytest_triton.servers.base.TritonLauncher`; ``--
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -81,3 +82,21 @@ def launcher_class(name: str) -> type[Any]:
             f"{ENTRY_POINT_GROUP!r} entry-point group, a conftest.py with register_launcher()"
         )
     return _load(target, name)
+
+
+def check_settings(name: str, settings: Mapping[str, object]) -> None:
+    """ConfigError where ``settings`` (None values are not given) has a key launcher ``name`` does not read.
+
+    A launcher lists its keys in a class attribute ``setting_keys`` (key → what it does); one without it (an
+    older package's) is not checked.
+    """
+    keys: Mapping[str, str] | None = getattr(launcher_class(name), "setting_keys", None)
+    if keys is None:
+        return
+    unknown = sorted(key for key, value in settings.items() if value is not None and key not in keys)
+    if unknown:
+        known = "; ".join(f"{key}: {what}" for key, what in sorted(keys.items())) or "none"
+        raise ConfigError(
+            f"setting {unknown[0]}={settings[unknown[0]]!r} is not one the {name!r} launcher reads "
+            f"(--triton-setting, ini triton_settings); its settings: {known}"
+        )

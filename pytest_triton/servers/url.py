@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import urllib.parse
+from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,6 +57,7 @@ class UrlLauncher(StartedInWith):
     """
 
     name: ClassVar[str] = "url"
+    setting_keys: ClassVar[Mapping[str, str]] = {"url": "HTTP URL of the running server (--triton-url)"}
 
     @classmethod
     def needs_repository(cls, options: ServeOptions) -> bool:

@@ -32,20 +32,22 @@ def test_lint_option_collects_one_item_per_model(pytester: pytest.Pytester) -> N
 
 def test_lint_paths_from_ini(pytester: pytest.Pytester) -> None:
     make_repo(pytester.path / "repo")
-    pytester.makeini("[pytest]\ntriton_lint_paths = repo\n")
+    pytester.makeini("[pytest]\ntriton_lint = repo\n")
     result = pytester.runpytest()
     result.assert_outcomes(passed=1, failed=1)
 
 
 def test_markers_and_options_are_registered(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--markers")
-    result.stdout.fnmatch_lines(["@pytest.mark.gpu:*", "@pytest.mark.docker:*", "@pytest.mark.cloud:*"])
+    result.stdout.fnmatch_lines(
+        ["@pytest.mark.triton_gpu:*", "@pytest.mark.triton_docker:*", "@pytest.mark.triton_cloud:*"]
+    )
     result = pytester.runpytest("--help")
-    result.stdout.fnmatch_lines(["*Triton model repositories (pytest-triton)*", "*--triton-lint=PATH*"])
+    result.stdout.fnmatch_lines(["*Triton model repositories (pytest-triton*", "*--triton-lint=PATH*"])
 
 
 def test_gpu_marked_tests_are_skipped_with_a_reason(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile("import pytest\n@pytest.mark.gpu\ndef test_x():\n    assert False\n")
+    pytester.makepyfile("import pytest\n@pytest.mark.triton_gpu\ndef test_x():\n    assert False\n")
     result = pytester.runpytest("-rs")
     result.stdout.fnmatch_lines(["*SKIPPED*needs a GPU: run with --gpu on a GPU runner*"])
     result.assert_outcomes(skipped=1)

@@ -84,10 +84,10 @@ def test_image_uri(region: str, version: str, gpu: bool, uri: str) -> None:
     ],
 )
 def test_version_not_published_in_region(region: str, version: str, says: str) -> None:
-    with pytest.raises(ConfigError, match="--triton-version") as info:
+    with pytest.raises(ConfigError, match="setting container_release") as info:
         triton_image_uri(region, version)
     assert says in str(info.value)
-    assert "--image" in str(info.value)
+    assert "--triton-image" in str(info.value)
 
 
 def test_unknown_region_lists_known_ones_and_says_how_to_pass_an_image() -> None:
@@ -96,7 +96,7 @@ def test_unknown_region_lists_known_ones_and_says_how_to_pass_an_image() -> None
     text = str(info.value)
     assert "us-east-1" in text
     assert "mx-central-1" in text
-    assert "--image" in text
+    assert "--triton-image" in text
 
 
 def test_default_version_is_published_outside_china_only() -> None:

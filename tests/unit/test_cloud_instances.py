@@ -32,12 +32,12 @@ def test_instance_gpu_and_budget_key(instance_type: str, gpu: bool, key: str | N
     ("instance_type", "expected"),
     [
         (None, ("nvidia-a10g", "the GPU of the default instance type ml.g5.xlarge")),
-        ("ml.g4dn.xlarge", ("nvidia-t4", "the GPU of --instance-type ml.g4dn.xlarge")),
+        ("ml.g4dn.xlarge", ("nvidia-t4", "the GPU of setting instance_type=ml.g4dn.xlarge")),
         (
             "ml.c5.xlarge",
             (
                 "ml.c5.xlarge",
-                "--instance-type ml.c5.xlarge, whose GPU is not known here "
+                "setting instance_type=ml.c5.xlarge, whose GPU is not known here "
                 "(pass --triton-hardware KEY to pick a table)",
             ),
         ),

@@ -46,6 +46,19 @@ from pytest_triton.servers.process import sweep_dead_owners
 from pytest_triton.servers.wait import ProgressCallback
 
 DEFAULT_SHM_SIZE = "1g"
+# a first TensorRT start in a container builds its engines: minutes, not the process launcher's 120 s
+DEFAULT_CONTAINER_STARTUP_TIMEOUT = 600.0
+# the settings (--triton-setting KEY=VALUE) every launcher that runs a container reads, with what they do
+CONTAINER_SETTINGS: Mapping[str, str] = {
+    "image": "the Triton image (--triton-image)",
+    "network": "host (default; free ports on 127.0.0.1) or bridge (ports published on 127.0.0.1)",
+    "shm_size": f"shared memory of the container (default {DEFAULT_SHM_SIZE})",
+    "gpu_devices": "GPU ids given to the container with --triton-gpu, e.g. 0,1 (default all)",
+    "pull": "when to pull the image: missing (default), always or never",
+    "ulimits": "ulimits over the defaults, e.g. memlock=-1,stack=67108864",
+    "container_startup_timeout": f"seconds to wait for the server and its models "
+    f"(default {DEFAULT_CONTAINER_STARTUP_TIMEOUT:g}: a first TensorRT start builds engines)",
+}
 
 
 def container_settings(options: ServeOptions) -> dict[str, Any]:

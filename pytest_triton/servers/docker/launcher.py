@@ -44,6 +44,8 @@ from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.base import StartedInWith
 from pytest_triton.servers.control import ModelControl
+from pytest_triton.servers.docker.container import CONTAINER_SETTINGS
+from pytest_triton.servers.docker.container import DEFAULT_CONTAINER_STARTUP_TIMEOUT
 from pytest_triton.servers.docker.container import DEFAULT_SHM_SIZE
 from pytest_triton.servers.docker.container import TritonContainer
 from pytest_triton.servers.docker.container import container_settings
@@ -85,6 +87,7 @@ class DockerLauncher(StartedInWith):
     """
 
     name: ClassVar[str] = "docker"
+    setting_keys: ClassVar[Mapping[str, str]] = CONTAINER_SETTINGS
 
     def __init__(
         self,
@@ -137,16 +140,16 @@ class DockerLauncher(StartedInWith):
     def from_options(
         cls, repository: Path | None, options: ServeOptions, *, models: Sequence[str] | None = None
     ) -> Self:
-        """A launcher from the common options. Settings: ``triton_image``, ``container_startup_timeout``
+        """A launcher from the common options. Settings: ``image``, ``container_startup_timeout``
         (seconds) and those of :func:`~pytest_triton.servers.docker.container.container_settings`."""
         if repository is None:
             raise ServerStartError("the docker launcher serves a model repository: give its folder")
         return cls(
             repository,
             models=models,
-            image=str(options.setting("triton_image", DEFAULT_IMAGE)),
+            image=str(options.setting("image", DEFAULT_IMAGE)),
             **container_settings(options),
-            startup_timeout=float(options.setting("container_startup_timeout", options.startup_timeout)),
+            startup_timeout=float(options.setting("container_startup_timeout", DEFAULT_CONTAINER_STARTUP_TIMEOUT)),
             sagemaker=options.sagemaker,
             env=options.env,
             progress=options.progress,

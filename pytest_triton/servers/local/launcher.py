@@ -97,6 +97,9 @@ class LocalLauncher(StartedInWith):
     """
 
     name: ClassVar[str] = "local"
+    setting_keys: ClassVar[Mapping[str, str]] = {
+        "tritonserver": "the tritonserver binary (default: on PATH, else the one in nvidia-pytriton)"
+    }
 
     def __init__(
         self,

@@ -6,9 +6,7 @@
 there is no model control, and the transport is sagemaker-runtime's InvokeEndpoint. Its log is the
 CloudWatch log group ``/aws/sagemaker/Endpoints/NAME``.
 
-Settings read (from :class:`~pytest_triton.servers.base.ServeOptions`): ``endpoint``, ``s3_uri``,
-``instance_type``, ``triton_version``, ``image``, ``sagemaker_role`` (else $PYTEST_TRITON_SAGEMAKER_ROLE),
-``region``, ``poll_interval`` and ``deploy_timeout`` (seconds).
+Settings read (from :class:`~pytest_triton.servers.base.ServeOptions`): :attr:`SageMakerLauncher.setting_keys`.
 """
 
 from __future__ import annotations
@@ -18,6 +16,7 @@ import datetime as dt
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,10 +56,10 @@ def deploy_options_from(options: ServeOptions) -> DeployOptions:
 
     given: dict[str, Any] = {
         "instance_type": options.setting("instance_type"),
-        "triton_version": options.setting("triton_version"),
+        "triton_version": options.setting("container_release"),
         "image": options.setting("image"),
         "s3_uri": options.setting("s3_uri"),
-        "role": options.setting("sagemaker_role") or os.environ.get(ROLE_ENV) or None,
+        "role": options.setting("role") or os.environ.get(ROLE_ENV) or None,
         "poll_interval": options.setting("poll_interval"),
         "timeout": options.setting("deploy_timeout"),
     }
@@ -86,7 +85,7 @@ def endpoint_hardware(options: ServeOptions) -> tuple[str, str]:
         origin = f"endpoint {endpoint}'s instance type {instance_type}"
     elif options.setting("instance_type"):
         instance_type = str(options.setting("instance_type"))
-        origin = f"--instance-type {instance_type}"
+        origin = f"setting instance_type={instance_type}"
     else:
         instance_type = DeployOptions().instance_type
         origin = f"the default instance type {instance_type}"
@@ -101,6 +100,17 @@ class SageMakerLauncher(StartedInWith):
     """A SageMaker endpoint serving a repository (deployed now, torn down at stop) or an existing one."""
 
     name: ClassVar[str] = "sagemaker"
+    setting_keys: ClassVar[Mapping[str, str]] = {
+        "endpoint": "reuse this InService endpoint, read-only (--triton-endpoint)",
+        "instance_type": "the endpoint's instance type (default ml.g5.xlarge)",
+        "container_release": "the sagemaker-tritonserver container release, e.g. 26.05 (the image's tag)",
+        "image": "the image URI to deploy instead of the region's sagemaker-tritonserver (--triton-image)",
+        "s3_uri": "where model.tar.gz goes: s3://BUCKET[/PREFIX] (default the sagemaker-REGION-ACCOUNT bucket)",
+        "role": f"execution role ARN of the endpoint's model (default ${ROLE_ENV})",
+        "region": "the AWS region (default: the AWS configuration's)",
+        "poll_interval": "seconds between deployment status reads",
+        "deploy_timeout": "seconds to wait for the endpoint to be InService",
+    }
     # only the default model answers /invocations: a repository is served once per model it is called for
     serves_one_model: ClassVar[bool] = True
     runs_here: ClassVar[bool] = False  # the image has its own TensorRT: this machine's is not what it runs

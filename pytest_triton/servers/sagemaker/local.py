@@ -57,6 +57,8 @@ from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.base import StartedInWith
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import resolve_binary
+from pytest_triton.servers.docker.container import CONTAINER_SETTINGS
+from pytest_triton.servers.docker.container import DEFAULT_CONTAINER_STARTUP_TIMEOUT
 from pytest_triton.servers.docker.container import TritonContainer
 from pytest_triton.servers.docker.container import container_settings
 from pytest_triton.servers.docker.engine import exit_words
@@ -101,6 +103,11 @@ class SageMakerLocalLauncher(StartedInWith):
     """
 
     name: ClassVar[str] = "sagemaker-local"
+    setting_keys: ClassVar[Mapping[str, str]] = {
+        **CONTAINER_SETTINGS,
+        "image": "a Triton image to run the server in (default: a process here)",
+        "tritonserver": "the tritonserver binary of the process (default: on PATH, else nvidia-pytriton's)",
+    }
     # only the default model answers /invocations: a repository is served once per model it is called for
     serves_one_model: ClassVar[bool] = True
 
@@ -153,7 +160,7 @@ class SageMakerLocalLauncher(StartedInWith):
     ) -> Self:
         """A launcher from the common options: ``repository`` is a model.tar.gz or a folder; ``models`` must be
         None or the one default model (SageMaker serves one); setting ``tritonserver`` names the binary, and
-        ``triton_image`` an image to run it in instead (with the docker launcher's container settings)."""
+        ``image`` an image to run it in instead (with the docker launcher's container settings)."""
         if repository is None:
             raise ConfigError("the sagemaker-local launcher serves a model.tar.gz or a repository folder: give one")
         env = dict(options.env)
@@ -164,7 +171,7 @@ class SageMakerLocalLauncher(StartedInWith):
                     "name one, or set SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"
                 )
             env.setdefault("SAGEMAKER_TRITON_DEFAULT_MODEL_NAME", models[0])
-        image = options.setting("triton_image")
+        image = options.setting("image")
         container = None
         if image is not None:
             container = TritonContainer(str(image), **container_settings(options), progress=options.progress)
@@ -174,7 +181,7 @@ class SageMakerLocalLauncher(StartedInWith):
             binary=options.setting("tritonserver"),
             image=container,
             gpu=options.gpu,
-            startup_timeout=float(options.setting("container_startup_timeout", options.startup_timeout))
+            startup_timeout=float(options.setting("container_startup_timeout", DEFAULT_CONTAINER_STARTUP_TIMEOUT))
             if container
             else options.startup_timeout,
             staging=options.staging,

@@ -42,7 +42,7 @@ from pytest_triton.client.nli import load_samples
 ROOT = Path(os.environ["PYTEST_TRITON_ROOT"])
 
 
-@pytest.mark.cloud
+@pytest.mark.triton_cloud
 def test_ensemble_labels_every_sample_on_the_endpoint(triton_server):
     assert triton_server.urls.http is None and triton_server.control is None
     samples = load_samples(ROOT / "model_repos" / "samples" / "nli_samples.jsonl")
@@ -60,7 +60,7 @@ import time
 import pytest
 
 
-@pytest.mark.cloud
+@pytest.mark.triton_cloud
 def test_holds_the_endpoint(triton_server):
     open(os.environ["MARKER"], "w").write(triton_server.endpoint_name)
     time.sleep(120)
@@ -263,7 +263,7 @@ def test_cloud_only_options_need_cloud(offline_aws: OfflineAws, tmp_path: Path) 
     proc = _pytest(project, offline_aws, "--endpoint", "x", "test_on_endpoint.py")
     out, _ = proc.communicate(timeout=300)  # teardown on a busy 2-core runner takes its time
     assert proc.returncode == 4, out
-    assert "--endpoint only apply with --cloud; add --cloud" in out
+    assert "--endpoint only applies with --cloud; add --cloud" in out
 
 
 def test_cloud_tests_skip_with_a_reason_without_cloud(offline_aws: OfflineAws, tmp_path: Path) -> None:
@@ -276,8 +276,8 @@ def test_cloud_tests_skip_with_a_reason_without_cloud(offline_aws: OfflineAws, t
 
 def test_cloud_metrics_wait_must_be_seconds(offline_aws: OfflineAws, tmp_path: Path) -> None:
     project = _ensemble_project(tmp_path, CONTRACT)
-    proc = _pytest(project, offline_aws, "--cloud", "--cloud-metrics-wait", "-5", "test_on_endpoint.py")
+    proc = _pytest(project, offline_aws, "--cloud", "--triton-cloud-metrics-wait", "-5", "test_on_endpoint.py")
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == 4, out
-    assert "--cloud-metrics-wait='-5': expected seconds >= 0 (0: read CloudWatch once, no wait)" in out
+    assert "--triton-cloud-metrics-wait='-5': expected a number of seconds >= 0" in out
     assert left_in_aws() == NOTHING  # refused before anything was created

@@ -235,8 +235,11 @@ def test_s3_object_of_another_run_is_left_alone(offline_aws: OfflineAws, tmp_pat
 @pytest.mark.parametrize(
     ("settings", "match"),
     [
-        ({"triton_version": "24.11"}, "--triton-version='24.11' is not published in region 'us-east-1'"),
-        ({"instance_type": "ml.g5.xlarge", "s3_uri": "bucket-without-scheme"}, "--s3-uri='bucket-without-scheme'"),
+        ({"container_release": "24.11"}, "setting container_release='24.11' is not published in region 'us-east-1'"),
+        (
+            {"instance_type": "ml.g5.xlarge", "s3_uri": "bucket-without-scheme"},
+            "setting s3_uri='bucket-without-scheme'",
+        ),
     ],
 )
 def test_bad_options_stop_before_anything_is_created(
