@@ -63,8 +63,8 @@ CONTAINER_SETTINGS: Mapping[str, str] = {
 
 def container_settings(options: ServeOptions) -> dict[str, Any]:
     """The container keyword arguments the common options give (``gpus``, ``network``, ``shm_size``,
-    ``ulimits``, ``pull``, ``ryuk``): settings ``gpu_devices`` (ids; default every GPU with ``gpu``),
-    ``network``, ``shm_size``, ``ulimits`` ("memlock=-1,stack=67108864"), ``pull`` and ``ryuk``."""
+    ``ulimits``, ``pull``): settings ``gpu_devices`` (ids; default every GPU with ``gpu``), ``network``,
+    ``shm_size``, ``ulimits`` ("memlock=-1,stack=67108864") and ``pull``."""
     devices = options.setting("gpu_devices")
     ulimits = options.setting("ulimits")
     return {
@@ -73,7 +73,6 @@ def container_settings(options: ServeOptions) -> dict[str, Any]:
         "shm_size": str(options.setting("shm_size", DEFAULT_SHM_SIZE)),
         "ulimits": None if ulimits is None else {**default_ulimits(), **parse_ulimits(str(ulimits))},
         "pull": str(options.setting("pull", "missing")),
-        "ryuk": bool(options.setting("ryuk", False)),
     }
 
 
@@ -83,7 +82,8 @@ class TritonContainer:
 
     ``gpus``: False, True/"all", or device ids ("0,1"). ``network``: "host" or "bridge". ``ulimits`` are set
     soft and hard (None: memlock=-1, stack=64 MiB, updated by ``$PYTEST_TRITON_DOCKER_ULIMITS``). ``pull``:
-    "missing", "always" or "never". ``ryuk`` lets testcontainers start its reaper.
+    "missing", "always" or "never". testcontainers starts its Ryuk reaper as it does for any of its users
+    (``TESTCONTAINERS_RYUK_DISABLED=true`` turns it off); this package's own reaper runs either way.
     """
 
     def __init__(
@@ -96,7 +96,6 @@ class TritonContainer:
         shm_size: str = DEFAULT_SHM_SIZE,
         ulimits: Mapping[str, int] | None = None,
         pull: str = "missing",
-        ryuk: bool = False,
         progress: ProgressCallback | None = None,
     ) -> None:
         if network not in ("host", "bridge"):
@@ -113,7 +112,6 @@ class TritonContainer:
         self.shm_size = shm_size
         self.ulimits = default_ulimits() if ulimits is None else dict(ulimits)
         self.pull = pull
-        self.ryuk = ryuk
         self.progress = progress
         self.ports: PortReservation | None = None  # released with the container
         self.log: LogFile | None = None
@@ -151,19 +149,30 @@ class TritonContainer:
 
     # -- the container -----------------------------------------------------------------------------------
 
+    def _wrapped(self) -> Any:
+        """docker-py's container under the testcontainers one (None before run() and after remove())."""
+        from testcontainers.core.exceptions import ContainerStartException
+
+        if self._container is None:
+            return None
+        try:
+            return self._container.get_wrapped_container()
+        except ContainerStartException:  # created, never started
+            return None
+
     @property
     def container_id(self) -> str | None:
         """The id of the running container (None before run() and after remove())."""
-        if self._container is None or self._container._container is None:
-            return None
-        return str(self._container._container.id)
+        wrapped = self._wrapped()
+        return None if wrapped is None else str(wrapped.id)
 
     def attrs(self) -> dict[str, Any]:
         """What the daemon says of the running container (``docker inspect``); {} when there is none."""
-        if self._container is None or self._container._container is None:
+        wrapped = self._wrapped()
+        if wrapped is None:
             return {}
-        self._container._container.reload()
-        return dict(self._container._container.attrs)
+        wrapped.reload()
+        return dict(wrapped.attrs)
 
     def run(
         self,
@@ -178,7 +187,6 @@ class TritonContainer:
         ``published`` maps container ports to ports on 127.0.0.1 (bridge network only)."""
         from docker.errors import DockerException
         from docker.types import Ulimit
-        from testcontainers.core.config import testcontainers_config
         from testcontainers.core.container import DockerContainer
 
         self.client()
@@ -198,10 +206,11 @@ class TritonContainer:
             device_requests=device_requests(self.gpus),
             shm_size=self.shm_size,
             ulimits=[Ulimit(name=limit, soft=value, hard=value) for limit, value in self.ulimits.items()],
-            network_mode=self.network,
+            # ``network``, not ``network_mode``: where pytest runs in a container (Docker out of Docker)
+            # testcontainers adds the network it finds unless one is given, and docker-py refuses both at once
+            network=self.network,
             labels=owner_labels(),
         )
-        testcontainers_config.ryuk_disabled = not self.ryuk
         # watched by name before it exists: a SIGKILL between create and start must not leave it behind
         Reaper.get().watch(name)
         self._container = container
@@ -213,21 +222,24 @@ class TritonContainer:
             raise start_failure(self.image, str(explanation), gpu=self.gpu, ulimits=self.ulimits) from None
         self.log = LogFile(self.workdir() / log_name)
         self._log_thread = threading.Thread(
-            target=pump_logs, args=(container._container, self.log.path), name="pytest-triton-docker-logs", daemon=True
+            target=pump_logs,
+            args=(container.get_wrapped_container(), self.log.path),
+            name="pytest-triton-docker-logs",
+            daemon=True,
         )
         self._log_thread.start()
 
     def _state(self) -> tuple[str, int, bool]:
         """The container's (status, exit code, OOM-killed) as the daemon sees it now."""
-        assert self._container is not None
-        assert self._container._container is not None
+        wrapped = self._wrapped()
+        assert wrapped is not None
         from docker.errors import NotFound
 
         try:
-            self._container._container.reload()
+            wrapped.reload()
         except NotFound:
             return "removed", -1, False
-        state = self._container._container.attrs.get("State", {})
+        state = wrapped.attrs.get("State", {})
         return str(state.get("Status", "")), int(state.get("ExitCode", 0) or 0), bool(state.get("OOMKilled"))
 
     def ended(self) -> tuple[int, bool] | None:
@@ -247,10 +259,11 @@ class TritonContainer:
 
     def remove(self, stop_timeout: float = 10.0) -> None:
         """Stop and remove the container and free its ports (the work folder stays: a retry reuses it)."""
+        wrapped = self._wrapped()
         container, self._container = self._container, None
-        if container is not None and container._container is not None:
+        if container is not None and wrapped is not None:
             with contextlib.suppress(Exception):
-                container._container.stop(timeout=int(stop_timeout))
+                wrapped.stop(timeout=int(stop_timeout))
             with contextlib.suppress(Exception):  # gone already (its reaper, a sweep or the user removed it)
                 container.stop(force=True, delete_volume=True)
         if container is not None and container._name:

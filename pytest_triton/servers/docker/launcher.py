@@ -79,8 +79,8 @@ class DockerLauncher(StartedInWith):
 
     ``models`` (None: every model folder) load at startup with explicit model control. ``gpus``: False,
     True/"all", or device ids ("0,1"). ``network``: "host" (ports chosen here, bound on 127.0.0.1) or
-    "bridge" (Triton's ports published on 127.0.0.1). ``pull``: "missing", "always" or "never". ``ryuk``
-    lets testcontainers start its reaper container (it must be pullable); ours needs nothing pulled.
+    "bridge" (Triton's ports published on 127.0.0.1). ``pull``: "missing", "always" or "never".
+    testcontainers' Ryuk follows ``TESTCONTAINERS_RYUK_DISABLED``; this package's reaper needs nothing pulled.
     ``ulimits`` (None: memlock=-1, stack=64 MiB, updated by ``$PYTEST_TRITON_DOCKER_ULIMITS``, e.g.
     ``memlock=8388608`` where the daemon may not raise it) are set soft and hard.
     The repository is staged into the launcher's own work folder (removed at stop).
@@ -101,7 +101,6 @@ class DockerLauncher(StartedInWith):
         ulimits: Mapping[str, int] | None = None,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         pull: str = "missing",
-        ryuk: bool = False,
         sagemaker: bool = False,
         env: Mapping[str, str] | None = None,
         extra_args: Sequence[str] = (),
@@ -132,7 +131,6 @@ class DockerLauncher(StartedInWith):
             shm_size=shm_size,
             ulimits=ulimits,
             pull=pull,
-            ryuk=ryuk,
             progress=progress,
         )
 
