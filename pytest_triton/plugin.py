@@ -225,10 +225,21 @@ def pytest_fixture_setup(fixturedef: pytest.FixtureDef[object], request: pytest.
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None]:
+    from pytest_triton.properties import record_bench_properties
     from pytest_triton.session_state import session_state
 
-    with _owner(session_state(item.config), item.nodeid):
-        return (yield)
+    try:
+        with _owner(session_state(item.config), item.nodeid):
+            return (yield)
+    finally:  # before pytest builds the report from item.user_properties (JUnit XML's properties)
+        record_bench_properties(item)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict[str, object]) -> None:
+    from pytest_triton.properties import machine_info as triton_machine_info
+
+    triton_machine_info(config, machine_info)
 
 
 @contextlib.contextmanager

@@ -129,6 +129,8 @@ def test_docs_example_gives_parity_and_latency_items_and_a_report(
         "report/run",
         "--benchmark-json",
         "benchmark.json",
+        "--junitxml",
+        "junit.xml",
         "-p",
         "no:cacheprovider",
         "-rA",
@@ -180,6 +182,40 @@ def test_docs_example_gives_parity_and_latency_items_and_a_report(
         "latency[onnxruntime]",
         "latency[pipeline]",
     ]
+    # pytest-benchmark's machine info carries the budget hardware key (--benchmark-compare across machines warns)
+    machine = json.loads((project / "benchmark.json").read_text())["machine_info"]
+    assert machine["triton_hardware"] == latency["provenance"]["hardware"]
+    # JUnit XML: each item's verdict, and each latency item's p50, samples/s or ratio, as properties
+    properties = junit_properties(project / "junit.xml")
+    assert properties["parity[fp16]"]["triton_verdict"] == "passed"
+    fp32 = properties["latency[fp32]"]
+    assert fp32["triton_verdict"] == "passed"
+    assert float(fp32["triton_p50_ms[fp32]"]) > 0
+    assert float(fp32["triton_samples_per_s[fp32]"]) > 0
+    ratio = properties["latency[pipeline/fp32]"]["triton_ratio[contracts.toml: latency[pipeline/fp32] p50]"]
+    assert float(ratio) > 0
+
+
+def junit_properties(path: Path) -> dict[str, dict[str, str]]:
+    """Test name → its JUnit XML properties."""
+    import xml.etree.ElementTree as ET
+
+    cases = ET.parse(path).getroot().iter("testcase")
+    return {c.get("name", ""): {p.get("name", ""): p.get("value", "") for p in c.iter("property")} for c in cases}
+
+
+def test_contract_items_are_collected_like_any_test(pytester: pytest.Pytester, project: Path) -> None:
+    args = ("--triton-contracts", "contracts.toml", "--co", "-q", "-p", "no:cacheprovider")
+    listed = pytester.runpytest_subprocess(*args)
+    listed.stdout.fnmatch_lines(["contracts.toml::parity[[]fp32[]]", "contracts.toml::latency[[]pipeline/fp32[]]"])
+    chosen = pytester.runpytest_subprocess(
+        *args,
+        "-k",
+        "parity and not fp16",
+        "--deselect",
+        "contracts.toml::parity[pipeline]",
+    )
+    chosen.stdout.fnmatch_lines(["contracts.toml::parity[[]fp32[]]", "1/8 tests collected (7 deselected)*"])
 
 
 def test_a_drifting_variant_fails_with_the_shrunk_input_and_worst_element(pytester: pytest.Pytester) -> None:
