@@ -70,7 +70,7 @@ def ensemble_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_uploaded_ensemble_archive_answers_in_the_container_as_on_the_embedded_server(
     standin_image: str, ensemble_archive: Path, tmp_path: Path
 ) -> None:
-    options = ServeOptions(settings={"triton_image": standin_image, "pull": "never"}, progress=None)
+    options = ServeOptions(settings={"image": standin_image, "pull": "never"}, progress=None)
     inputs = _pairs()
     with SageMakerLocalLauncher.from_options(ensemble_archive, options) as launcher:
         assert launcher.container is not None
