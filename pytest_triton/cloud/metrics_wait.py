@@ -59,9 +59,9 @@ class SplitRead:
         if self.interrupted:
             why = f"when Ctrl-C stopped the wait, {self.after_s:.0f} s after the window"
         elif self.wait_s:
-            why = f"by {self.after_s:.0f} s after the window (--cloud-metrics-wait {self.wait_s:g})"
+            why = f"by {self.after_s:.0f} s after the window (--triton-cloud-metrics-wait {self.wait_s:g})"
         else:
-            why = f"when read once, {self.after_s:.0f} s after the window (--cloud-metrics-wait 0)"
+            why = f"when read once, {self.after_s:.0f} s after the window (--triton-cloud-metrics-wait 0)"
         if split is None or not split.value_ms:
             metrics = list(METRICS)
             known = f"endpoint {window.endpoint}: no server-side split: CloudWatch had no datapoint for"

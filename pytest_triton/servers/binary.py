@@ -132,7 +132,7 @@ def prepare_backend_dir(package: Path, python_version: str, cache_dir: Path) -> 
         raise ServerStartError(
             f"nvidia-pytriton at {str(package)!r} has no python backend stub for Python {python_version} "
             f"(it has: {', '.join(available) or 'none'}); use one of those Python versions, or point "
-            "--tritonserver at a tritonserver built for this Python"
+            "--triton-setting tritonserver=PATH at a tritonserver built for this Python"
         )
     sources = {name: server / "backends" / "python" / name for name in _PYTHON_BACKEND_FILES}
     sources[_STUB] = stub
@@ -217,8 +217,8 @@ def find_tritonserver(path: str | os.PathLike[str] | None = None, *, cache_dir: 
         explicit = Path(path).expanduser()
         if not explicit.is_file() or not os.access(explicit, os.X_OK):
             raise ServerStartError(
-                f"tritonserver path={str(path)!r} is not an executable file; fix --tritonserver or leave it "
-                "out to use tritonserver from PATH or from nvidia-pytriton"
+                f"tritonserver path={str(path)!r} is not an executable file; fix --triton-setting tritonserver=PATH "
+                "or leave it out to use tritonserver from PATH or from nvidia-pytriton"
             )
         found: Path | None = explicit.absolute()
     else:

@@ -99,9 +99,9 @@ class TritonContainer:
         progress: ProgressCallback | None = None,
     ) -> None:
         if network not in ("host", "bridge"):
-            raise ConfigError(f"network={network!r} must be 'host' or 'bridge' (--triton-network)")
+            raise ConfigError(f"network={network!r} must be 'host' or 'bridge' (--triton-setting network=...)")
         if pull not in ("missing", "always", "never"):
-            raise ConfigError(f"pull={pull!r} must be 'missing', 'always' or 'never' (--triton-pull)")
+            raise ConfigError(f"pull={pull!r} must be 'missing', 'always' or 'never' (--triton-setting pull=...)")
         if not image:
             raise ConfigError("image='' is empty: give a Triton image with --triton-image")
         self.image = image

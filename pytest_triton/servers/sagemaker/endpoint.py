@@ -51,7 +51,7 @@ IMAGE_BACKENDS = frozenset({"onnxruntime", "python", "pytorch", "tensorrt"})
 
 
 def deploy_options_from(options: ServeOptions) -> DeployOptions:
-    """The deployment's options from the launcher settings (``--instance-type`` and friends)."""
+    """The deployment's options from the launcher settings (``instance_type`` and friends)."""
     from pytest_triton.cloud.deploy import DeployOptions
 
     given: dict[str, Any] = {

@@ -145,7 +145,7 @@ class SageMakerLocalLauncher(StartedInWith):
             if image.network != "host":
                 raise ConfigError(
                     f"network={image.network!r}: sagemaker-local runs its container on the host network (ports "
-                    "chosen here become SAGEMAKER_BIND_TO_PORT); drop --triton-network bridge"
+                    "chosen here become SAGEMAKER_BIND_TO_PORT); drop --triton-setting network=bridge"
                 )
         self.container = image
         # what runs the server: this machine's process, or the container

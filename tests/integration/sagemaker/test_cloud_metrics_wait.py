@@ -117,8 +117,8 @@ def test_datapoints_that_never_come_are_reported_with_the_command(offline_aws: O
         f"of the window {span} by "
     ), text
     assert (
-        " s after the window (--cloud-metrics-wait 1); SageMaker publishes them per minute: read them later with: "
-        in text
+        " s after the window (--triton-cloud-metrics-wait 1); SageMaker publishes them per minute: "
+        "read them later with: " in text
     )
     commands = text.split("read them later with: ", 1)[1].split(" ; ")
     assert [c.split(" --metric-name ")[1].split()[0] for c in commands] == ["ModelLatency", "OverheadLatency"]
@@ -167,7 +167,7 @@ def test_partial_datapoints_say_how_many_came(offline_aws: OfflineAws) -> None:
     assert text.startswith("endpoint partial-ep: server-side split ModelLatency 0.80 ms over 2 requests"), text
     assert "; incomplete: CloudWatch had ModelLatency 2, OverheadLatency 2 of 6 requests of the window " in text
     assert " when read once, " in text
-    assert "(--cloud-metrics-wait 0)" in text
+    assert "(--triton-cloud-metrics-wait 0)" in text
 
 
 def test_ctrl_c_stops_the_wait_and_reports_what_is_known(offline_aws: OfflineAws) -> None:

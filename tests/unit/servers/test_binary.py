@@ -59,7 +59,10 @@ def test_explicit_path_must_be_an_executable_file(tmp_path: Path) -> None:
         find_tritonserver(tmp_path / "nope")
     plain = tmp_path / "tritonserver"
     plain.write_text("")
-    with pytest.raises(ServerStartError, match=r"path='.*tritonserver' is not an executable file; fix --tritonserver"):
+    with pytest.raises(
+        ServerStartError,
+        match=r"path=.*tritonserver. is not an executable file; fix --triton-setting tritonserver=PATH",
+    ):
         find_tritonserver(plain)
 
 
