@@ -1,4 +1,4 @@
-"""Command line: ``python -m pytest_triton lint PATH... | rules | serve REPO``."""
+"""Command line: ``python -m pytest_triton lint PATH... | rules | serve REPO | cloud-cleanup``."""
 
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ def _rules_main(args: argparse.Namespace) -> int:
 
 
 DESCRIPTION = (
-    "pytest-triton's command line: lint model repositories, list the lint rules, or serve a repository on Triton."
+    "pytest-triton's command line: lint model repositories, list the lint rules, serve a repository on Triton, "
+    "or clean up what a killed --cloud run left in AWS."
 )
 LIMIT_HELP = {
     "max_config_bytes": "Largest config.pbtxt parsed, in bytes (K/M/G suffixes allowed; default %(default)s)",
@@ -87,6 +88,16 @@ def build_parser() -> argparse.ArgumentParser:
     rules = commands.add_parser("rules", help="List every lint rule id with its severity and title")
     rules.add_argument("--format", choices=("text", "markdown"), default="text", help="Output format")
     commands.add_parser("serve", help="Serve a repository on Triton; prints one JSON line once ready", add_help=False)
+    cleanup = commands.add_parser(
+        "cloud-cleanup",
+        help="List what killed --cloud runs left in AWS (by tag and ledger); delete it with --yes",
+        description="Finds endpoints, endpoint configs, models (tag pytest-triton-run) and S3 objects of --cloud "
+        "runs, and the ledger files the runs wrote; lists them; deletes them with --yes. Exit 1 when anything "
+        "is left at the end.",
+    )
+    from pytest_triton.cloud.cleanup_args import add_arguments
+
+    add_arguments(cleanup)
     return parser
 
 
@@ -99,6 +110,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "rules":
         return _rules_main(args)
+    if args.command == "cloud-cleanup":
+        from pytest_triton.cloud.cleanup import cleanup_main
+
+        return cleanup_main(args)
     return _lint_main(args)
 
 

@@ -38,7 +38,13 @@ def launcher_settings(config: pytest.Config) -> dict[str, Any]:
     """The launcher settings of the session: ``--triton-setting KEY=VALUE`` (over ini ``triton_settings``) and
     the options that are settings of one launcher (``--triton-url``, ``--triton-image``, ``--triton-endpoint``)."""
     found: dict[str, Any] = dict(options.settings(config))
-    for option, key in (("triton_url", "url"), ("triton_image", "image"), ("triton_endpoint", "endpoint")):
+    named = (
+        ("triton_url", "url"),
+        ("triton_image", "image"),
+        ("triton_endpoint", "endpoint"),
+        ("triton_report", "report"),
+    )
+    for option, key in named:
         if options.text(config, option):
             found[key] = options.text(config, option)
     return found

@@ -22,8 +22,10 @@ from pytest_triton.cloud.aws import AwsClients
 from pytest_triton.cloud.images import DEFAULT_TRITON_VERSION
 from pytest_triton.cloud.images import triton_image_uri
 from pytest_triton.cloud.instances import instance_has_gpu
+from pytest_triton.cloud.ledger_files import ledger_path
 from pytest_triton.cloud.resources import RUN_TAG
 from pytest_triton.cloud.resources import Ledger
+from pytest_triton.cloud.resources import expected_owner
 from pytest_triton.cloud.resources import new_run_id
 from pytest_triton.cloud.resources import resource_name
 from pytest_triton.cloud.resources import run_tags
@@ -58,6 +60,7 @@ class DeployOptions:
     ami_version: str | None = DEFAULT_AMI_VERSION  # only sent for GPU instances
     poll_interval: float = 10.0
     timeout: float = 3600.0
+    ledger_dir: Path | None = None  # where the ledger file goes (None: the state folder of cloud-cleanup)
 
     def __post_init__(self) -> None:
         if not 60 <= self.startup_health_timeout <= 3600:
@@ -171,15 +174,27 @@ class Deployment:
         self._ensure_bucket(bucket)
         return bucket, ""
 
+    def _owner(self) -> dict[str, str]:
+        return expected_owner(self.clients.account())
+
     def _ensure_bucket(self, bucket: str) -> None:
-        """The SageMaker SDK's default bucket: created when missing, never deleted (other runs share it)."""
+        """The SageMaker SDK's default bucket: created when missing, never deleted (other runs share it).
+
+        Its name is predictable, so someone else may have created it first: HeadBucket with
+        ExpectedBucketOwner answers 403 then, and nothing is uploaded."""
         from botocore.exceptions import ClientError
 
         s3 = self.clients.s3
         try:
-            s3.head_bucket(Bucket=bucket)
+            s3.head_bucket(Bucket=bucket, **self._owner())
         except ClientError as exc:
-            if str(exc.response.get("Error", {}).get("Code")) not in ("404", "NoSuchBucket", "NotFound"):
+            code = str(exc.response.get("Error", {}).get("Code"))
+            if code in ("403", "AccessDenied", "Forbidden"):
+                raise DeploymentError(
+                    f"S3 bucket {bucket!r} exists but is not owned by account {self.clients.account()} (or is not "
+                    "readable by it); nothing was uploaded. Pass --s3-uri s3://YOUR-BUCKET/PREFIX"
+                ) from None
+            if code not in ("404", "NoSuchBucket", "NotFound"):
                 raise
             self._say(f"creating S3 bucket {bucket} (kept after the run, as the SageMaker SDK's default bucket)")
             if self.clients.region == "us-east-1":
@@ -193,7 +208,9 @@ class Deployment:
         """Create everything and wait for InService; return the endpoint name. On failure, tear down first."""
         archive = self.package()
         role = self._role()
-        self.ledger = Ledger(self.run_id, self.clients.region)
+        journal = ledger_path(self.run_id, self.options.ledger_dir)
+        self.ledger = Ledger(self.run_id, self.clients.region, journal=journal, account=self.clients.account())
+        self._say(f"run {self.run_id}: what it creates is written to {journal} before each create call")
         try:
             self._create(archive, role)
             self.wait_in_service()
@@ -210,7 +227,9 @@ class Deployment:
         self.model_data_url = f"s3://{bucket}/{key}"
         self._say(f"uploading {archive.name} ({archive.stat().st_size} bytes) to {self.model_data_url}")
         ledger.record("s3-object", self.model_data_url)
-        self.clients.s3.upload_file(str(archive), bucket, key, ExtraArgs={"Tagging": f"{RUN_TAG}={self.run_id}"})
+        self.clients.s3.upload_file(
+            str(archive), bucket, key, ExtraArgs={"Tagging": f"{RUN_TAG}={self.run_id}", **self._owner()}
+        )
         model = resource_name(self.run_id, "model")
         self._say(f"creating model {model} with {self.image}")
         ledger.record("model", model)

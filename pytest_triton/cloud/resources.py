@@ -6,16 +6,23 @@ interrupt between the call and its answer still leaves it on the list to delete 
 was never made is a no-op). Teardown deletes in reverse order (endpoint, endpoint config, model, S3 objects),
 deletes an S3 object only when its tag says this run made it, and reports whatever it could not delete as
 the exact aws CLI commands to finish by hand, also when a second Ctrl-C stops it half-way.
+
+The ledger also lives in a file (``journal``, JSON lines, fsync'ed before each create call), so that a run
+killed with SIGKILL, by the OOM killer or with its xdist worker still leaves the list behind:
+``python -m pytest_triton cloud-cleanup`` reads it (and finds the same resources by their tag).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import secrets
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
+from pathlib import Path
 from typing import Any
 from typing import Literal
 
@@ -69,6 +76,12 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
     return bucket, key
 
 
+def expected_owner(account: str | None) -> dict[str, str]:
+    """``ExpectedBucketOwner=ACCOUNT`` for an S3 call: S3 refuses (403) a bucket of another account, so a
+    bucket someone else created under the predictable default name never receives or gives up our objects."""
+    return {"ExpectedBucketOwner": account} if account else {}
+
+
 def _not_found(exc: Exception) -> bool:
     response: dict[str, Any] = getattr(exc, "response", {}) or {}
     error = response.get("Error", {})
@@ -95,12 +108,61 @@ class Ledger:
     created: list[Resource] = field(default_factory=list)
     deleted: list[Resource] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # why something was not deleted (e.g. an S3 tag mismatch)
+    journal: Path | None = None  # the ledger's file: one JSON line per resource before it is created
+    account: str | None = None  # the caller's account, sent as ExpectedBucketOwner on every S3 call
 
     def record(self, kind: Kind, name: str) -> Resource:
+        """Put ``name`` on the ledger (and into its file, on disk) before the call that creates it."""
         resource = Resource(kind, name)
         if resource not in self.created:
+            self._write(resource, "creating")
             self.created.append(resource)
         return resource
+
+    def _write(self, resource: Resource, state: str) -> None:
+        if self.journal is None:
+            return
+        line = {
+            "run": self.run_id,
+            "region": self.region,
+            "kind": resource.kind,
+            "name": resource.name,
+            "state": state,
+            "delete": resource.delete_command(self.region),
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        self.journal.parent.mkdir(parents=True, exist_ok=True)
+        with self.journal.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(line) + "\n")
+            out.flush()
+            os.fsync(out.fileno())  # a SIGKILL or power cut right after the create call keeps this line
+
+    def mark_deleted(self, resource: Resource) -> None:
+        if resource not in self.deleted:
+            self.deleted.append(resource)
+            self._write(resource, "deleted")
+
+    @classmethod
+    def read(cls, journal: Path) -> list[Ledger]:
+        """The ledgers a journal file holds (one per run id in it), each with what it says is still there."""
+        ledgers: dict[str, Ledger] = {}
+        for number, raw in enumerate(journal.read_text(encoding="utf-8").splitlines(), 1):
+            if not raw.strip():
+                continue
+            try:
+                line = json.loads(raw)
+                run, region, kind, name, state = (line[k] for k in ("run", "region", "kind", "name", "state"))
+            except (ValueError, KeyError, TypeError):
+                continue  # a line cut short by the kill: what it named was not created yet
+            if kind not in _ORDER:
+                raise ValueError(f"{journal}:{number}: kind={kind!r} is not one of {sorted(_ORDER)}")
+            ledger = ledgers.setdefault(run, cls(run, region))
+            resource = Resource(kind, name)
+            if resource not in ledger.created:
+                ledger.created.append(resource)
+            if state == "deleted" and resource not in ledger.deleted:
+                ledger.deleted.append(resource)
+        return list(ledgers.values())
 
     @property
     def left(self) -> list[Resource]:
@@ -131,11 +193,11 @@ class Ledger:
                     self._delete(resource, sagemaker, s3, endpoint_gone_timeout, poll_interval, progress)
                 except Exception as exc:  # keep deleting the others; report this one
                     if _not_found(exc):
-                        self.deleted.append(resource)
+                        self.mark_deleted(resource)
                         continue
                     failures.append(f"{resource.kind} {resource.name}: {exc}")
                     continue
-                self.deleted.append(resource)
+                self.mark_deleted(resource)
                 if progress is not None:
                     progress(f"deleted {resource.kind} {resource.name}")
         except KeyboardInterrupt:
@@ -167,12 +229,14 @@ class Ledger:
             sagemaker.delete_model(ModelName=resource.name)
         else:
             bucket, key = split_s3_uri(resource.name)
-            tags = {t["Key"]: t["Value"] for t in s3.get_object_tagging(Bucket=bucket, Key=key)["TagSet"]}
+            owner = expected_owner(self.account)
+            tagging = s3.get_object_tagging(Bucket=bucket, Key=key, **owner)
+            tags = {t["Key"]: t["Value"] for t in tagging["TagSet"]}
             if tags.get(RUN_TAG) != self.run_id:
                 self.kept.append(f"{resource.name}: tag {RUN_TAG}={tags.get(RUN_TAG)!r}, not this run's; left alone")
                 self.deleted.append(resource)  # not ours to delete: nothing left to report
                 return
-            s3.delete_object(Bucket=bucket, Key=key)
+            s3.delete_object(Bucket=bucket, Key=key, **owner)
 
 
 def _wait_endpoint_gone(

@@ -1,6 +1,7 @@
 """An existing endpoint, tested as it is (``--cloud --endpoint NAME``): read, never changed.
 
-Only Describe*, Get* and List* calls are made (and InvokeEndpoint by the tests): the endpoint must be
+Only Describe*, Get* and List* calls are made (and InvokeEndpoint by the tests; GetCallerIdentity gives the
+account that S3 calls name as ExpectedBucketOwner): the endpoint must be
 InService; the served model is its model's ``SAGEMAKER_TRITON_DEFAULT_MODEL_NAME``, or, when that is not
 set, the one model folder of the archive the model points to (read from S3, as the container would).
 :data:`READ_ONLY_PREFIXES` is what the tests hold the run to.
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_triton.cloud.aws import AwsClients
+from pytest_triton.cloud.resources import expected_owner
 from pytest_triton.cloud.resources import split_s3_uri
 from pytest_triton.cloud.serve_script import RepositoryLayout
 from pytest_triton.cloud.serve_script import serve_plan
@@ -94,7 +96,8 @@ def download_model_data(clients: AwsClients, endpoint: ExistingEndpoint, dest: P
     bucket, key = split_s3_uri(endpoint.model_data_url)
     with tempfile.TemporaryDirectory(prefix="pytest-triton-reuse-") as tmp:
         archive = Path(tmp) / "model.tar.gz"
-        clients.s3.download_file(bucket, key, str(archive))
+        owner = expected_owner(clients.account())
+        clients.s3.download_file(bucket, key, str(archive), ExtraArgs=owner)
         unpack_model_archive(archive, dest)
     plan = serve_plan(endpoint.environment, RepositoryLayout.of(dest), model_repository=dest)
     assert plan.default_model is not None

@@ -84,6 +84,11 @@ def launcher_class(name: str) -> type[Any]:
     return _load(target, name)
 
 
+# settings the session gives every launcher, for those that want them (the sagemaker launcher writes its ledger
+# beside the report); never an error for a launcher that does not read them
+SESSION_SETTINGS = frozenset({"report"})
+
+
 def check_settings(name: str, settings: Mapping[str, object]) -> None:
     """ConfigError where ``settings`` (None values are not given) has a key launcher ``name`` does not read.
 
@@ -93,7 +98,9 @@ def check_settings(name: str, settings: Mapping[str, object]) -> None:
     keys: Mapping[str, str] | None = getattr(launcher_class(name), "setting_keys", None)
     if keys is None:
         return
-    unknown = sorted(key for key, value in settings.items() if value is not None and key not in keys)
+    unknown = sorted(
+        key for key, value in settings.items() if value is not None and key not in keys and key not in SESSION_SETTINGS
+    )
     if unknown:
         known = "; ".join(f"{key}: {what}" for key, what in sorted(keys.items())) or "none"
         raise ConfigError(

@@ -7,6 +7,10 @@ there is no model control, and the transport is sagemaker-runtime's InvokeEndpoi
 CloudWatch log group ``/aws/sagemaker/Endpoints/NAME``.
 
 Settings read (from :class:`~pytest_triton.servers.base.ServeOptions`): :attr:`SageMakerLauncher.setting_keys`.
+
+While a deployment exists, SIGTERM (a cancelled CI job) is turned into KeyboardInterrupt, so that it tears
+down as Ctrl-C does; a handler someone else installed is left alone. What SIGKILL leaves is in the ledger
+file and carries the run's tag: ``python -m pytest_triton cloud-cleanup`` finds it.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ import dataclasses
 import datetime as dt
 import os
 import shutil
+import signal
 import tempfile
+import threading
 from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
@@ -62,6 +68,7 @@ def deploy_options_from(options: ServeOptions) -> DeployOptions:
         "role": options.setting("role") or os.environ.get(ROLE_ENV) or None,
         "poll_interval": options.setting("poll_interval"),
         "timeout": options.setting("deploy_timeout"),
+        "ledger_dir": Path(options.setting("report")).absolute().parent if options.setting("report") else None,
     }
     return DeployOptions(env=dict(options.env), **{k: v for k, v in given.items() if v is not None})
 
@@ -102,6 +109,7 @@ class SageMakerLauncher(StartedInWith):
     name: ClassVar[str] = "sagemaker"
     setting_keys: ClassVar[Mapping[str, str]] = {
         "endpoint": "reuse this InService endpoint, read-only (--triton-endpoint)",
+        "report": "the --triton-report path: the ledger of what --cloud creates is written beside it",
         "instance_type": "the endpoint's instance type (default ml.g5.xlarge)",
         "container_release": "the sagemaker-tritonserver container release, e.g. 26.05 (the image's tag)",
         "image": "the image URI to deploy instead of the region's sagemaker-tritonserver (--triton-image)",
@@ -147,6 +155,7 @@ class SageMakerLauncher(StartedInWith):
         self._workdir: Path | None = None
         self._name: str | None = None
         self._transports: list[InvokeEndpointTransport] = []
+        self._previous_sigterm: Any = None
 
     @classmethod
     def from_options(
@@ -266,10 +275,12 @@ class SageMakerLauncher(StartedInWith):
         """Deploy and wait for InService (tearing down on any failure), or check the reused endpoint."""
         self.prepare()
         if self.deployment is not None:
+            self._catch_sigterm()
             try:
                 self._name = self.deployment.deploy()
             except BaseException:
                 self._cleanup_workdir()
+                self._restore_sigterm()
                 raise
             assert self._prepared is not None
             self._prepared = dataclasses.replace(self._prepared, location=self.deployment.model_data_url)
@@ -282,6 +293,29 @@ class SageMakerLauncher(StartedInWith):
                 self.deployment.teardown()
         finally:
             self._cleanup_workdir()
+            self._restore_sigterm()
+
+    def _catch_sigterm(self) -> None:
+        """SIGTERM becomes KeyboardInterrupt (Ctrl-C's teardown) while the endpoint exists; main thread only,
+        and only where SIGTERM still has its default action."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return
+
+        def on_sigterm(signum: int, frame: Any) -> None:
+            raise KeyboardInterrupt(f"SIGTERM: removing what run {self.run_id} created")
+
+        self._previous_sigterm = signal.signal(signal.SIGTERM, on_sigterm)
+
+    def _restore_sigterm(self) -> None:
+        if self._previous_sigterm is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._previous_sigterm)
+            self._previous_sigterm = None
+
+    @property
+    def run_id(self) -> str:
+        return self.deployment.run_id if self.deployment is not None else ""
 
     def _cleanup_workdir(self) -> None:
         if self._workdir is not None:

@@ -68,6 +68,7 @@ def offline_aws(moto_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
         "NO_PROXY": "127.0.0.1",
         "no_proxy": "127.0.0.1",
         "PYTEST_TRITON_SAGEMAKER_ROLE": ROLE,
+        "PYTEST_TRITON_STATE_DIR": str(tmp_path / "state"),  # the --cloud ledger files, not the user's home
     }
     for name in ("AWS_PROFILE", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
         monkeypatch.delenv(name, raising=False)

@@ -11,7 +11,7 @@ of AWS we cannot reach, and nothing else:
   ``InService`` once ``/ping`` answers, ``Failed`` with a FailureReason otherwise; the container's log goes
   to CloudWatch Logs ``/aws/sagemaker/Endpoints/NAME``. It also refuses a duplicate endpoint name (moto
   replaces it) and checks instance types against the API's own list (moto's stops at g4dn/p3 and rejects
-  the default ml.g5.xlarge).
+  the default ml.g5.xlarge), and mends moto's endpoint-config ARN (a 1-tuple) so that tag search works.
 - :class:`FrontDoor` is a small HTTP server with InvokeEndpoint's route (``POST /endpoints/NAME/invocations``)
   that forwards the body to the container's ``/invocations`` (the real Triton SageMaker frontend) and maps
   its errors as SageMaker does: a container error becomes ``ModelError`` (HTTP 424) with
@@ -61,6 +61,14 @@ def _api_instance_types() -> frozenset[str]:
     model = botocore.session.get_session().get_service_model("sagemaker")
     variant = model.operation_model("CreateEndpointConfig").input_shape.members["ProductionVariants"].member
     return frozenset(variant.members["InstanceType"].enum)
+
+
+def _arn(config: Any) -> str:
+    return str(config.__dict__["_arn"])
+
+
+def _set_arn(config: Any, value: Any) -> None:
+    config.__dict__["_arn"] = value[0] if isinstance(value, tuple) else value
 
 
 @dataclass
@@ -127,6 +135,9 @@ class FakeHosting:
         monkeypatch.setattr(SageMakerModelBackend, "create_endpoint", create_endpoint)
         monkeypatch.setattr(SageMakerModelBackend, "delete_endpoint", delete_endpoint)
         monkeypatch.setattr(FakeEndpointConfig, "validate_instance_type", validate_instance_type)
+        # moto 5.2.1 stores an endpoint config's ARN as a 1-tuple (a stray comma), which breaks the Resource
+        # Groups Tagging API's GetResources for every account that has an endpoint config; unwrap it
+        monkeypatch.setattr(FakeEndpointConfig, "arn", property(_arn, _set_arn), raising=False)
 
     def _bring_up(self, endpoint: Any) -> None:
         hosted = Hosted(endpoint.endpoint_name)
