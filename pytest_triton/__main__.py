@@ -52,6 +52,8 @@ LIMIT_HELP = {
     "max_archive_members": "Most members read from a model.tar.gz (default %(default)s)",
     "max_archive_bytes": "Most uncompressed bytes read from a model.tar.gz (default %(default)s)",
     "max_member_bytes": "Largest model.tar.gz member written out to be checked (default %(default)s)",
+    "max_archive_header_bytes": "Largest pax or GNU long-name header read from a model.tar.gz (default %(default)s)",
+    "max_written_bytes": "Most bytes written out in all to check a model.tar.gz (default %(default)s)",
 }
 
 

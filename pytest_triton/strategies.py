@@ -112,9 +112,14 @@ def repositories(*, min_models: int = 1, max_models: int = 4) -> st.SearchStrate
 
 def write_repository(spec: RepositorySpec, root: Path, *, extra: Sequence[ModelFolder] = ()) -> Path:
     """Write ``spec`` (and ``extra`` folders) under ``root``; returns ``root``."""
+    from pytest_triton.repository.layout import check_name
+    from pytest_triton.repository.layout import check_relative
+
     root.mkdir(parents=True, exist_ok=True)
     for model in (*spec.models, *extra):
-        folder = root / model.folder
+        folder = root / check_name(model.folder, "ModelFolder.folder")
+        for rel in model.files:
+            check_relative(rel, f"ModelFolder {model.folder!r}: file path")
         folder.mkdir(parents=True, exist_ok=True)
         if model.config_text is not None:
             (folder / "config.pbtxt").write_text(model.config_text, encoding="utf-8")

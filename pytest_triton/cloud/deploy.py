@@ -55,7 +55,7 @@ class DeployOptions:
     image: str | None = None  # overrides the image table
     s3_uri: str | None = None  # s3://bucket[/prefix]; None: sagemaker-<region>-<account>
     role: str | None = None  # ExecutionRoleArn
-    env: Mapping[str, str] = field(default_factory=dict)  # container environment, over the .env sidecar
+    env: Mapping[str, str] = field(default_factory=dict)  # container environment, over the folder's sagemaker.env
     startup_health_timeout: int = DEFAULT_STARTUP_HEALTH_TIMEOUT
     ami_version: str | None = DEFAULT_AMI_VERSION  # only sent for GPU instances
     poll_interval: float = 10.0
@@ -127,12 +127,11 @@ class Deployment:
         root = self.repository
         if not root.is_dir():
             raise ConfigError(f"--cloud: repository {str(root)!r} is not a folder")
-        env = dict(self.options.env)
-        sidecar = root / ".env"
-        if sidecar.is_file():
-            from pytest_triton.model_archive import read_env_file
+        from pytest_triton.model_archive import folder_env
 
-            env = {**read_env_file(sidecar), **env}
+        recorded, notes = folder_env(root)  # sagemaker.env (or the SAGEMAKER_TRITON_* lines of a legacy .env)
+        self.warnings += notes
+        env = {**recorded, **self.options.env}
         layout = RepositoryLayout.of(root)
         default = env.get(DEFAULT_MODEL_ENV) or None
         if default is None and len([f for f in layout.folders if not f.startswith(".")]) == 1:

@@ -13,10 +13,13 @@ import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pytest_triton.archive import ArchiveLimits
+from pytest_triton.archive import GiB
+from pytest_triton.archive import MiB
+from pytest_triton.archive import parse_size
 from pytest_triton.errors import ConfigError
 
-MiB = 1 << 20
-GiB = 1 << 30
+__all__ = ["GiB", "LintLimits", "MiB", "describe", "parse_size"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,20 @@ class LintLimits:
     # bytes of one archive member written out to be checked (configs, model.py, ONNX graphs);
     # larger members are checked by name and size only (D609)
     max_member_bytes: int = 256 * MiB
+    # one pax or GNU long-name header of a model.tar.gz; tarfile would hold all of it in memory (D608)
+    max_archive_header_bytes: int = 1 * MiB
+    # bytes written out in all to check a model.tar.gz's members; past it they are checked by name and
+    # size only (D611): a small archive of compressible members must not fill the disk
+    max_written_bytes: int = 256 * MiB
+
+    def archive_limits(self) -> ArchiveLimits:
+        """The shared archive reader's limits (:mod:`pytest_triton.archive`) from these."""
+        return ArchiveLimits(
+            max_members=self.max_archive_members,
+            max_total_bytes=self.max_archive_bytes,
+            max_header_bytes=self.max_archive_header_bytes,
+            max_written_bytes=self.max_written_bytes,
+        )
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -50,16 +67,6 @@ class LintLimits:
                 raise ConfigError(f"lint limit {raw!r} is not NAME=N; NAME is one of {', '.join(self.names())}")
             changes[name] = parse_size(number, what=name)
         return dataclasses.replace(self, **changes)
-
-
-def parse_size(text: str, *, what: str = "size") -> int:
-    """``1048576``, ``1024K``, ``16M`` or ``2G`` as a number of bytes (or a plain count)."""
-    clean = text.strip().upper().removesuffix("B").removesuffix("I")
-    scale = {"K": 1 << 10, "M": MiB, "G": GiB}.get(clean[-1:], 1)
-    digits = clean[:-1] if scale != 1 else clean
-    if not digits.isdigit() or int(digits) <= 0:
-        raise ConfigError(f"{what}={text!r} is not a positive whole number (optionally with K, M or G)")
-    return int(digits) * scale
 
 
 def describe(limit: str, value: int) -> str:

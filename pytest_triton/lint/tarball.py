@@ -1,11 +1,14 @@
 """Read a SageMaker model.tar.gz as a stream and lint the repository inside it.
 
-Members are read in one pass, never all at once, and checked before anything is written:
-absolute paths, ``..`` components, links and device files are refused with a finding (D606).
-What a config check needs (configs, python models, ONNX graphs up to ``max_member_bytes``, small
-files) is written into a temporary folder the caller owns; any other member becomes an empty
-sparse file of its size, so the layout is what SageMaker would see but the weights are never
-written out. Member count and total bytes stop at their limits with a finding (D608).
+Members are read in one pass, never all at once, through the shared guarded reader
+(:mod:`pytest_triton.archive`), and checked before anything is written: absolute paths, ``..``
+components, links and device files are refused with a finding (D606). What a config check needs
+(configs, python models, ONNX graphs up to ``max_member_bytes``, small files) is written into a
+temporary folder the caller owns, up to ``max_written_bytes`` in all (past it, D611); any other member
+becomes an empty sparse file of its size, so the layout is what SageMaker would see but the weights are
+never written out. Member count, total bytes and a pax or GNU long-name header over
+``max_archive_header_bytes`` stop the read with a finding (D608). Hidden members (``.git/``, ``.env``)
+are uploaded and unpacked by SageMaker like any other, and are reported (D610).
 """
 
 from __future__ import annotations
@@ -15,6 +18,10 @@ from pathlib import Path
 from pathlib import PurePosixPath
 from typing import IO
 
+from pytest_triton.archive import ArchiveLimitError
+from pytest_triton.archive import is_hidden
+from pytest_triton.archive import open_guarded
+from pytest_triton.archive import unsafe_reason
 from pytest_triton.config import CONFIG_FILENAME
 from pytest_triton.lint.context import Reporter
 from pytest_triton.lint.context import RepositoryContext
@@ -25,19 +32,6 @@ _READ_SUFFIXES = (".py", ".onnx", ".env", ".txt", ".json")
 # any member this small is written out whatever its name (cheap, and rules may look at it)
 _SMALL = 64 << 10
 _CHUNK = 1 << 20
-
-
-def _unsafe_reason(member: tarfile.TarInfo) -> str | None:
-    name = PurePosixPath(member.name)
-    if name.is_absolute():
-        return "has an absolute path"
-    if ".." in name.parts:
-        return "escapes the archive with '..'"
-    if member.issym() or member.islnk():
-        return f"is a link (to {member.linkname!r})"
-    if not (member.isfile() or member.isdir()):
-        return "is a device, FIFO or other special file"
-    return None
 
 
 def _wanted(member: tarfile.TarInfo, limit: int) -> bool:
@@ -65,8 +59,10 @@ def _extract(archive: Path, dest: Path, reporter: Reporter, unextracted: set[Pat
     limits = reporter.limits
     members = 0
     total = 0
+    written = 0
+    hidden: list[str] = []
     try:
-        with tarfile.open(archive, "r|*") as tar:  # a stream: one pass, no member table in memory
+        with open_guarded(str(archive), limits.archive_limits()) as tar:  # one pass, headers checked first
             for member in tar:
                 members += 1
                 total += max(member.size, 0)
@@ -89,7 +85,9 @@ def _extract(archive: Path, dest: Path, reporter: Reporter, unextracted: set[Pat
                         "check the archive's contents with tar -tvzf; SageMaker unpacks all of it",
                     )
                     return False
-                reason = _unsafe_reason(member)
+                if is_hidden(member.name):
+                    hidden.append(member.name)
+                reason = unsafe_reason(member)
                 if reason is not None:
                     reporter.add(
                         "D606",
@@ -116,10 +114,32 @@ def _extract(archive: Path, dest: Path, reporter: Reporter, unextracted: set[Pat
                             "and size only",
                         )
                     continue
+                if written + member.size > limits.max_written_bytes:
+                    _placeholder(target, member.size)
+                    unextracted.add(target)
+                    if written <= limits.max_written_bytes:  # one finding, at the first member past the budget
+                        written = limits.max_written_bytes + 1
+                        reporter.add(
+                            "D611",
+                            archive,
+                            f"writing member {member.name!r} ({member.size:,} bytes) would pass "
+                            f"{describe('max_written_bytes', limits.max_written_bytes)}; it and the members after "
+                            "it are checked by name and size only",
+                        )
+                    continue
                 source = tar.extractfile(member)
                 if source is not None:
                     with source:
                         _copy(source, target, member.size)
+                    written += member.size
+    except ArchiveLimitError as exc:
+        reporter.add(
+            "D608",
+            archive,
+            f"{exc.reason}; linting stopped at the limit {describe(_LINT_NAME[exc.limit], exc.value)}",
+            "a real model.tar.gz's headers hold a file name: this archive was built to exhaust memory, or is damaged",
+        )
+        return False
     except (tarfile.TarError, OSError, EOFError, ValueError) as exc:
         reporter.add(
             "D607",
@@ -128,7 +148,32 @@ def _extract(archive: Path, dest: Path, reporter: Reporter, unextracted: set[Pat
             "check that the file is a complete gzip'ed tar (tar -tzf model.tar.gz)",
         )
         return False
+    finally:
+        _report_hidden(archive, hidden, reporter)
     return True
+
+
+def _report_hidden(archive: Path, hidden: list[str], reporter: Reporter) -> None:
+    if not hidden:
+        return
+    shown = ", ".join(repr(name) for name in hidden[:5]) + (f" and {len(hidden) - 5} more" if len(hidden) > 5 else "")
+    reporter.add(
+        "D610",
+        archive,
+        f"archive holds {len(hidden)} hidden file(s) or folder(s): {shown}; SageMaker unpacks them into "
+        "/opt/ml/model like any other",
+        "hidden files are where secrets (.env) and history (.git/) live: rebuild the archive without them "
+        "(pytest-triton's packaging leaves them out)",
+    )
+
+
+# the linter's names of the shared reader's limits (the flag a finding names)
+_LINT_NAME = {
+    "max_members": "max_archive_members",
+    "max_total_bytes": "max_archive_bytes",
+    "max_header_bytes": "max_archive_header_bytes",
+    "max_written_bytes": "max_written_bytes",
+}
 
 
 def lint_tarball(

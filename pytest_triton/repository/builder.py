@@ -25,6 +25,9 @@ from pytest_triton.config import model_config_class
 from pytest_triton.config import write_config
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import LintFailed
+from pytest_triton.repository.layout import check_name
+from pytest_triton.repository.layout import check_relative
+from pytest_triton.repository.layout import inside
 from pytest_triton.repository.tensors import ONNX_TO_TRITON
 from pytest_triton.repository.tensors import TensorSpec
 
@@ -101,6 +104,7 @@ class RepositoryBuilder:
         return list(self._models)
 
     def _new_config(self, name: str, max_batch_size: int) -> Any:
+        check_name(name, "model name")
         if name in self._models:
             raise ConfigError(f"model {name!r} is added twice to the repository at {self.root}")
         if max_batch_size < 0:
@@ -116,9 +120,15 @@ class RepositoryBuilder:
             config.output.add(name=tensor.name, data_type=tensor.data_type, dims=list(tensor.dims))
 
     def add_config(self, config: Any, files: Mapping[str, Path | bytes | str] | None = None) -> Self:
-        """Add a model from a ModelConfig message; ``files`` maps paths in the model folder to content."""
+        """Add a model from a ModelConfig message; ``files`` maps paths in the model folder to content.
+
+        The name and every path are checked here (one folder name; relative paths that stay inside the
+        model folder), since ``write()`` replaces the folder of each name."""
+        check_name(config.name, "model name (config.name)")
         if config.name in self._models:
             raise ConfigError(f"model {config.name!r} is added twice to the repository at {self.root}")
+        for rel in files or {}:
+            check_relative(rel, f"model {config.name!r}: file path")
         self._models[config.name] = _PendingModel(config, dict(files or {}))
         return self
 
@@ -239,13 +249,15 @@ class RepositoryBuilder:
         """Write every model folder without linting; returns the repository path."""
         self.root.mkdir(parents=True, exist_ok=True)
         for name, pending in self._models.items():
-            folder = self.root / name
+            folder = inside(self.root, self.root / check_name(name, "model name"), f"model {name!r}")
+            if folder.is_symlink():
+                raise ConfigError(f"model {name!r}: {str(folder)!r} is a link; not replaced (remove it yourself)")
             if folder.exists():
                 shutil.rmtree(folder)
             folder.mkdir()
             write_config(pending.config, folder)
             for rel, content in pending.files.items():
-                target = folder / rel
+                target = inside(folder, folder / check_relative(rel, f"model {name!r}: file path"), f"model {name!r}")
                 if rel.endswith("/"):
                     target.mkdir(parents=True, exist_ok=True)
                     continue

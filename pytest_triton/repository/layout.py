@@ -2,15 +2,65 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
+from pathlib import PurePosixPath
+from pathlib import PureWindowsPath
 
 from pytest_triton.errors import ConfigError
 
-# files at least this large are linked into a staged copy instead of copied (weights, engines): a staged
-# repository must not double the disk use of a 1 GB model
-LINK_FILES_FROM_BYTES = 1 << 20
+# FICLONE (linux/fs.h): a copy-on-write clone of a whole file on btrfs, XFS (reflink=1), bcachefs, overlayfs
+# over those; elsewhere (ext4, tmpfs, across file systems) the ioctl fails and the file is copied
+_FICLONE = 0x40049409
+
+
+def check_name(value: object, what: str) -> str:
+    """``value`` if it is one folder name; ConfigError naming ``what`` and the value otherwise.
+
+    A model name becomes a folder that writers replace (rmtree) and fill: ``""`` would be the repository
+    itself, ``".."`` its parent, ``"a/b"`` or ``"/x"`` a folder elsewhere."""
+    text = value if isinstance(value, str) else ""
+    problem = ""
+    if not isinstance(value, str):
+        problem = f"is a {type(value).__name__}, not a string"
+    elif not text:
+        problem = "is empty (a config.pbtxt without name:?)"
+    elif text in (".", ".."):
+        problem = "is a path component, not a name"
+    elif any(sep in text for sep in ("/", "\\", "\0")):
+        problem = "holds a path separator (or NUL)"
+    if problem:
+        raise ConfigError(f"{what}={value!r} {problem}; a model name must be one folder name such as 'classifier'")
+    return text
+
+
+def check_relative(value: object, what: str) -> str:
+    """``value`` if it is a relative path that stays inside its folder (``1/model.onnx``, ``1/``); ConfigError
+    naming ``what`` and the value otherwise (empty, ``.``, ``..`` anywhere, absolute, a drive, backslashes)."""
+    text = value if isinstance(value, str) else ""
+    parts = PurePosixPath(text).parts
+    problem = ""
+    if not isinstance(value, str):
+        problem = f"is a {type(value).__name__}, not a string"
+    elif not text.strip("/") or all(p == "." for p in parts):
+        problem = "is empty or '.'"
+    elif text.startswith("/") or PureWindowsPath(text).drive:
+        problem = "is absolute"
+    elif "\\" in text or "\0" in text:
+        problem = "holds a backslash (or NUL); use '/'"
+    elif ".." in parts:
+        problem = "climbs out with '..'"
+    if problem:
+        raise ConfigError(f"{what}={value!r} {problem}; give a path inside the model folder such as '1/model.onnx'")
+    return text
+
+
+def inside(root: Path, target: Path, what: str) -> Path:
+    """``target`` if, with links resolved, it lies inside ``root`` (a link in the tree may point out)."""
+    resolved, base = target.resolve(), root.resolve()
+    if resolved != base and base not in resolved.parents:
+        raise ConfigError(f"{what}: {str(target)!r} resolves to {str(resolved)!r}, outside {str(root)!r}; not written")
+    return target
 
 
 def model_folders(repository: Path) -> list[str]:
@@ -33,21 +83,29 @@ def require_folder(path: Path, what: str) -> Path:
     return path
 
 
-def _copy_or_link(src: str, dst: str) -> None:
-    # configs and sources are always copied: staging rewrites configs, and a link would write through
-    rewritten = src.endswith((".pbtxt", ".py"))
-    if not rewritten and os.path.getsize(src) >= LINK_FILES_FROM_BYTES:
-        os.symlink(os.path.realpath(src), dst)
-    else:
-        shutil.copy2(src, dst)
+def clone_or_copy(src: str, dst: str) -> str:
+    """Copy ``src`` to ``dst`` so that no write to ``dst`` can reach ``src``: a copy-on-write clone where the
+    file system has them (no data copied, no space used until one side changes), a full copy otherwise.
+    Never a symlink or a hard link: both write through to the user's file."""
+    try:
+        import fcntl
+
+        with open(src, "rb") as source, open(dst, "wb") as target:
+            fcntl.ioctl(target.fileno(), _FICLONE, source.fileno())
+    except (ImportError, OSError):
+        shutil.copyfile(src, dst)  # sendfile(2) on Linux: in the kernel, no copy through Python
+    shutil.copystat(src, dst)
+    return dst
 
 
 def stage_copy(source: Path, dest: Path, *, link_large_files: bool = True) -> Path:
     """Copy ``source`` to ``dest`` for a server to use: the server then writes only into the copy.
 
     The python backend imports each model.py where it lies and writes ``__pycache__`` beside it, so serving
-    the user's folder in place would change it. Large files are symlinked (``link_large_files``) where the
-    server reads this machine's files; a container needs real copies. ``__pycache__`` folders are left out.
+    the user's folder in place would change it. Every file is a clone or a copy (:func:`clone_or_copy`), never
+    a link: a write to the staged copy (a model that caches into its folder, a test that edits a staged
+    file) must not change the user's original. ``link_large_files`` is kept for callers and has no effect.
+    ``__pycache__`` folders are left out.
     """
     require_folder(source, "model repository")
     if dest.exists():
@@ -57,6 +115,6 @@ def stage_copy(source: Path, dest: Path, *, link_large_files: bool = True) -> Pa
         dest,
         symlinks=False,
         ignore=shutil.ignore_patterns("__pycache__"),
-        copy_function=_copy_or_link if link_large_files else shutil.copy2,
+        copy_function=clone_or_copy,
     )
     return dest

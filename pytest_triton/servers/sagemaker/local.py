@@ -3,9 +3,9 @@
 It takes a model.tar.gz (what ``--cloud`` uploads) or a repository folder, unpacks it into its own work
 folder (the stand-in for ``/opt/ml/model``), derives the command line with
 :func:`~pytest_triton.cloud.serve_script.serve_plan` from the container environment (the archive's
-``.env`` sidecar, then the given ``env``) and runs the ``tritonserver`` binary with only the SageMaker
-frontend: no HTTP, so no model control; gRPC and metrics only where the variables turn them on. It is ready
-when ``/ping`` answers 200, as SageMaker's health check requires.
+``<archive>.env`` sidecar, or a folder's ``sagemaker.env``, then the given ``env``) and runs the ``tritonserver``
+binary with only the SageMaker frontend: no HTTP, so no model control; gRPC and metrics only where the variables
+turn them on. It is ready when ``/ping`` answers 200, as SageMaker's health check requires.
 
 Two deviations from the container, both announced in :attr:`notes`: ONNX models are adapted for a binary
 without the onnxruntime backend (as the local launcher does), and the ports are free ones on this machine
@@ -48,6 +48,8 @@ from pytest_triton.errors import ModelLoadError
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
 from pytest_triton.hardware import gpu_visible
+from pytest_triton.model_archive import FOLDER_SIDECAR
+from pytest_triton.model_archive import folder_env
 from pytest_triton.model_archive import read_env_file
 from pytest_triton.model_archive import sidecar_env
 from pytest_triton.model_archive import unpack_model_archive
@@ -97,7 +99,8 @@ class SageMakerLocalLauncher(StartedInWith):
     """A ``tritonserver`` serving a model.tar.gz (or folder) exactly as the SageMaker Triton container would.
 
     ``env`` is the container environment (``SAGEMAKER_TRITON_DEFAULT_MODEL_NAME`` and the other variables of
-    the serve script), on top of the archive's ``.env`` sidecar. ``start()`` raises
+    the serve script), on top of the archive's ``<archive>.env`` sidecar (a folder's ``sagemaker.env``).
+    ``start()`` raises
     :class:`ConfigError` where the serve script would exit before Triton starts, with its own words.
     ``image`` (a name, or a :class:`TritonContainer` with its settings) runs it in a container of that image.
     """
@@ -231,9 +234,13 @@ class SageMakerLocalLauncher(StartedInWith):
         return self.plan.default_model
 
     def container_env(self) -> dict[str, str]:
-        """The container's environment: the archive's ``.env`` sidecar, then ``env``."""
-        sidecar = sidecar_env(self.source) if is_archive(self.source) else self.source / ".env"
-        values = read_env_file(sidecar) if sidecar.is_file() else {}
+        """The container's environment: the archive's ``<archive>.env`` or the folder's ``sagemaker.env``, then
+        ``env``."""
+        if is_archive(self.source):
+            sidecar = sidecar_env(self.source)
+            values = read_env_file(sidecar) if sidecar.is_file() else {}
+        else:
+            values = folder_env(self.source)[0]
         values.update(self.env)
         return values
 
@@ -254,7 +261,13 @@ class SageMakerLocalLauncher(StartedInWith):
         if is_archive(self.source):
             unpack_model_archive(self.source, model_dir)
         elif self.source.is_dir():
-            shutil.copytree(self.source, model_dir, symlinks=False, ignore=shutil.ignore_patterns(".env"))
+            # as the packaged archive would hold it: nothing hidden (.env, .git), no sidecar
+            shutil.copytree(
+                self.source,
+                model_dir,
+                symlinks=False,
+                ignore=shutil.ignore_patterns(".*", FOLDER_SIDECAR, "__pycache__"),
+            )
         else:
             raise ConfigError(f"{str(self.source)!r} is neither a model.tar.gz nor a repository folder")
         env = self.container_env()

@@ -95,7 +95,7 @@ atexit.register(lambda: open(os.environ["OPERATIONS"], "w").write(json.dumps(SEE
 def _ensemble_project(tmp_path: Path, test_source: str) -> Path:
     project = tmp_path / "project"
     shutil.copytree(ROOT / "model_repos" / "scenario07" / "ensemble", project / "repo")
-    (project / "repo" / ".env").write_text("SAGEMAKER_TRITON_DEFAULT_MODEL_NAME=ensemble_mdeberta\n")
+    (project / "repo" / "sagemaker.env").write_text("SAGEMAKER_TRITON_DEFAULT_MODEL_NAME=ensemble_mdeberta\n")
     (project / "test_on_endpoint.py").write_text(test_source)
     return project
 
