@@ -183,6 +183,8 @@ class GuardedTarStream(io.RawIOBase):
             return
         size = _octal_or_base256(header[124:136])
         kind = header[156:157]
+        if kind == b"S":  # old GNU sparse: extension blocks follow the header; no model archive needs them
+            raise tarfile.HeaderError(f"member at byte {self._next_header:,} is an old-style GNU sparse file")
         if kind in _LONG_HEADERS:
             if size > self._limits.max_header_bytes:
                 raise ArchiveLimitError(

@@ -3,6 +3,7 @@ shared archive limits of the linter, sagemaker-local and ``--endpoint`` (memory,
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 
 from pytest_triton.archive import ArchiveLimitError
 from pytest_triton.archive import ArchiveLimits
+from pytest_triton.archive import open_guarded
 from pytest_triton.errors import ConfigError
 from pytest_triton.lint import lint_path
 from pytest_triton.lint.limits import LintLimits
@@ -179,3 +181,28 @@ def test_unpacking_bounds_members_and_bytes(tmp_path: Path, monkeypatch: pytest.
     assert caught.value.limit == "max_total_bytes"
     monkeypatch.setenv("PYTEST_TRITON_ARCHIVE_LIMITS", "max_total_bytes=1M")
     assert sorted(p.name for p in (unpack_model_archive(archive, tmp_path / "c") / "m").iterdir()) == list("01234")
+
+
+def test_the_guard_follows_a_pax_size_record(tmp_path: Path) -> None:
+    """A member whose size is in its pax header (as tarfile writes sizes over 8 GiB), its ustar size field 0:
+    the guard must find the next header where tarfile does, or it would judge data blocks as headers."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        info = tarfile.TarInfo("m/1/weights.bin")
+        info.size = 1500
+        info.pax_headers = {"size": "1500"}
+        tar.addfile(info, io.BytesIO(b"x" * 1500))  # not zeros: a zero block would read as the end
+        info = tarfile.TarInfo("m/config.pbtxt")
+        info.size = len(CONFIG)
+        tar.addfile(info, io.BytesIO(CONFIG))
+    data = bytearray(buffer.getvalue())
+    start = data.find(b"m/1/weights.bin\0")
+    data[start + 124 : start + 136] = b"0" * 11 + b"\0"  # the ustar size field says 0
+    data[start + 148 : start + 156] = b" " * 8
+    data[start + 148 : start + 156] = b"%06o\0 " % sum(data[start : start + 512])
+    archive = tmp_path / "model.tar"
+    archive.write_bytes(bytes(data))
+    with open_guarded(str(archive), ArchiveLimits()) as tar:
+        assert [(m.name, m.size) for m in tar] == [("m/1/weights.bin", 1500), ("m/config.pbtxt", len(CONFIG))]
+    out = unpack_model_archive(archive, tmp_path / "out")
+    assert (out / "m" / "config.pbtxt").read_bytes() == CONFIG
