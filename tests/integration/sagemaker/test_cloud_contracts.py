@@ -129,4 +129,5 @@ def test_cloud_runs_the_declared_contracts_on_endpoints(offline_aws: OfflineAws,
     # the declaration's own budget file applied, and the line says so (not "no budget file")
     assert "; contracts' own budget files: budgets.toml for triton-ort-gpu" in enforcement, enforcement
     assert "absolute numbers are reported, not asserted (offline stand-in of an ml.g5.xlarge" in enforcement
-    assert enforcement.endswith("; no session budget file: others are reported only"), enforcement
+    # the session's budget file is the one beside the first contracts file (no option names one)
+    assert "; the session's budget file for the others: relative budgets of 'nvidia-a10g' are asserted" in enforcement
