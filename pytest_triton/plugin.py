@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_triton import options
+from pytest_triton.baseline_items import add_options as add_baseline_options
 from pytest_triton.contract_items import contract_collectors
 from pytest_triton.contract_items import load_contracts
 from pytest_triton.lint_items import lint_collectors
@@ -36,8 +37,9 @@ MARKERS = {
 }
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     options.add_options(parser)
+    add_baseline_options(parser, pluginmanager)
 
 
 @pytest.hookimpl(wrapper=True)

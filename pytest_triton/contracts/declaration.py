@@ -19,6 +19,7 @@ from pytest_triton.contracts.spec import PERCENTILES
 from pytest_triton.contracts.spec import PRECISIONS
 from pytest_triton.contracts.spec import PROTOCOLS
 from pytest_triton.contracts.spec import REQUIREMENTS
+from pytest_triton.contracts.spec import BaselineLimits
 from pytest_triton.contracts.spec import Declaration
 from pytest_triton.contracts.spec import Generated
 from pytest_triton.contracts.spec import Inputs
@@ -409,6 +410,22 @@ def _latency(read: _Reader, data: Any, variants: Mapping[str, Variant], referenc
     )
 
 
+def _baseline(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> BaselineLimits:
+    """``[baseline]``: the limits of ``--triton-baseline`` pairs (a ratio of 0 or below is a mistake)."""
+    if data is None:
+        return BaselineLimits()
+    keys = ("baseline",)
+    limits = ("max_p50_ratio", "max_p99_ratio", "min_samples_per_s_ratio")
+    data = read.table(data, keys, {"variants", *limits})
+    given: dict[str, Any] = {}
+    for key in limits:
+        if key in data:
+            given[key] = read.number(data, (*keys, key))
+            if not given[key] > 0:
+                raise read.bad((*keys, key), data[key], "a ratio > 0 (1.10: at most 10% slower; 0.90: 10% fewer/s)")
+    return BaselineLimits(**given, variants=read.names(data, (*keys, "variants"), tuple(variants)))
+
+
 def parse_declaration(
     text: str, path: str | Path, *, check_launcher: Callable[[str], object] | None = None
 ) -> Declaration:
@@ -431,7 +448,7 @@ def parse_declaration(
         if data is None:
             raise ConfigError(f"no [{'.'.join(PYPROJECT_TABLE)}] table in this pyproject.toml", path=str(file))
     read = _Reader(file, text, prefix, check_launcher)
-    data = read.table(data, (), {"variants", "reference", "inputs", "parity", "latency"})
+    data = read.table(data, (), {"variants", "reference", "inputs", "parity", "latency", "baseline"})
     raw_variants = read.table(data.get("variants", {}), ("variants",), set(data.get("variants", {})))
     if not raw_variants:
         raise read.fail((), "no variants: add at least one [variants.NAME] table with repository and model")
@@ -445,6 +462,7 @@ def parse_declaration(
         outputs=_outputs(read, data.get("parity")),
         labels=_labels(read, data.get("parity"), variants),
         latency=_latency(read, data.get("latency"), variants, reference),
+        baseline=_baseline(read, data.get("baseline"), variants),
     )
     for variant in declaration.variants.values():
         for output in variant.outputs:

@@ -144,11 +144,15 @@ def working_outputs(folder: Path, model: str, wanted: Sequence[str]) -> tuple[li
 class ContractRun:
     """One declaration in one session: serves its variants lazily and keeps the reference's outputs."""
 
-    def __init__(self, declaration: Declaration, servers: ContractServers) -> None:
+    def __init__(
+        self, declaration: Declaration, servers: ContractServers, *, reference: tuple[Transport, str] | None = None
+    ) -> None:
+        """``reference``: the transport and model to compare with, instead of the declaration's reference (a
+        baseline pair: the same variant served from the base ref)."""
         self.declaration = declaration
         self.servers = servers
         self._samples: list[Sample] | None = None
-        self._reference: tuple[Transport, str] | None = None
+        self._reference: tuple[Transport, str] | None = reference
         self._reference_outputs: dict[str, NDArray[Any]] | None = None
         self._generated: tuple[list[GeneratedInput], bool] | None = None
         self.request_notes: dict[str, str] = {}  # variant name -> why it is asked for more outputs than compared

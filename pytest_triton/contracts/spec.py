@@ -21,6 +21,7 @@ __all__ = [
     "PRECISIONS",
     "PROTOCOLS",
     "REQUIREMENTS",
+    "BaselineLimits",
     "Declaration",
     "Generated",
     "Inputs",
@@ -190,6 +191,18 @@ class Latency:
 
 @final
 @dataclass(frozen=True)
+class BaselineLimits:
+    """How a variant is held to the same variant at a baseline ref (``--triton-baseline REF``): ratios of the
+    PR's figures to the base's, measured side by side (None: reported, not asserted)."""
+
+    max_p50_ratio: float | None = 1.10
+    max_p99_ratio: float | None = None
+    min_samples_per_s_ratio: float | None = 0.90
+    variants: tuple[str, ...] = ()  # empty: every variant
+
+
+@final
+@dataclass(frozen=True)
 class Declaration:
     """A whole contracts file."""
 
@@ -200,6 +213,7 @@ class Declaration:
     outputs: tuple[OutputCheck, ...] = ()  # empty: every reference output at each variant's precision
     labels: tuple[LabelCheck, ...] = ()
     latency: Latency | None = None
+    baseline: BaselineLimits = field(default_factory=BaselineLimits)
 
     @property
     def candidates(self) -> list[Variant]:

@@ -1,0 +1,244 @@
+"""The pytest side of baseline runs: ``--triton-baseline REF`` gives every declared variant a pair of items,
+``FILE::parity[VARIANT@REF]`` and ``FILE::latency[VARIANT/VARIANT@REF]``, and the run a verdict table.
+
+plugin.py calls :func:`add_options` from its ``pytest_addoption``; that registers this module as a plugin of
+its own (its hooks below). The base is read once, when pytest starts: an unknown ref stops the run there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_triton.contract_items import CONTRACTS_KEY
+from pytest_triton.contract_items import ContractFailure
+from pytest_triton.contract_items import ContractFile
+from pytest_triton.contract_items import ContractItem
+
+if TYPE_CHECKING:
+    from pytest_triton.baseline.measure import PairRun
+    from pytest_triton.baseline.pairs import Pair
+    from pytest_triton.baseline.source import BaseTree
+    from pytest_triton.baseline.verdict import VerdictRow
+    from pytest_triton.bench.session import TritonBench
+    from pytest_triton.contracts.serving import ContractServers
+    from pytest_triton.serving import TritonServerFactory
+
+PLUGIN_NAME = "pytest-triton-baseline"
+MARKER = "triton_baseline: Item of a --triton-baseline pair (select them with -m triton_baseline)"
+
+
+def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """The baseline options, and this module's hooks (called once from plugin.py's pytest_addoption)."""
+    group = parser.getgroup("triton")
+    group.addoption(
+        "--triton-baseline",
+        metavar="REF",
+        default=None,
+        help="Serve every declared variant as it is at REF (a git ref such as origin/main, or a folder) beside "
+        "the working tree's: items parity[VARIANT@REF] and latency[VARIANT/VARIANT@REF] and a verdict table",
+    )
+    group.addoption(
+        "--triton-baseline-unchanged",
+        action="store_true",
+        default=False,
+        help="With --triton-baseline: compare variants whose repository did not change too (default: skipped)",
+    )
+    group.addoption(
+        "--triton-verdict",
+        metavar="FILE",
+        default=None,
+        help="With --triton-baseline: write the verdict table (markdown) to FILE, as well as to "
+        "$GITHUB_STEP_SUMMARY when that is set",
+    )
+    if not pluginmanager.has_plugin(PLUGIN_NAME):
+        pluginmanager.register(sys.modules[__name__], PLUGIN_NAME)
+
+
+@dataclass
+class BaselineState:
+    base: BaseTree
+    pairs: list[Pair] = field(default_factory=list)
+    rows: dict[tuple[Path, str], VerdictRow] = field(default_factory=dict)
+    runs: dict[tuple[Path, str], PairRun] = field(default_factory=dict)
+    servers: dict[Path, ContractServers] = field(default_factory=dict)
+
+
+BASELINE_KEY = pytest.StashKey[BaselineState]()
+
+
+@pytest.hookimpl(trylast=True)  # after plugin.py's: the contracts files are read
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER)
+    ref = config.getoption("triton_baseline")
+    if not ref:
+        return
+    from pytest_triton.baseline import VerdictRow
+    from pytest_triton.baseline import find_pairs
+    from pytest_triton.baseline import open_base
+    from pytest_triton.errors import ConfigError
+    from pytest_triton.servers.registry import launcher_class
+
+    contracts = config.stash.get(CONTRACTS_KEY, None)
+    declarations = contracts.declarations if contracts is not None else []
+    if not declarations:
+        raise pytest.UsageError(
+            f"--triton-baseline={ref!r} compares declared variants, and this run has no contracts file: "
+            "add --triton-contracts FILE (or ini triton_contracts)"
+        )
+    work = Path(tempfile.mkdtemp(prefix="pytest-triton-baseline-"))  # ours; removed when pytest ends
+    config.add_cleanup(lambda: shutil.rmtree(work, ignore_errors=True))
+    try:
+        state = BaselineState(open_base(str(ref), config.rootpath, work))
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+    for declaration in declarations:
+        for pair in find_pairs(declaration, state.base, check_launcher=launcher_class):
+            state.pairs.append(pair)
+            row = VerdictRow(_shown(declaration.path, config), pair.name, pair.base_name, pair.status, pair.reason)
+            state.rows[(declaration.path, pair.name)] = row
+    config.stash[BASELINE_KEY] = state
+
+
+def _shown(path: Path, config: pytest.Config) -> str:
+    try:
+        return path.relative_to(config.rootpath).as_posix()
+    except ValueError:
+        return path.name
+
+
+def _skip(reason: str) -> None:
+    raise pytest.skip.Exception(reason, _use_item_location=True)
+
+
+def _pair_run(request: pytest.FixtureRequest, pair: Pair, factory: TritonServerFactory) -> PairRun:
+    from pytest_triton.baseline.measure import PairRun
+    from pytest_triton.contracts.serving import ContractServers
+    from pytest_triton.serving import TritonServerFactory
+
+    state = request.config.stash[BASELINE_KEY]
+    path = pair.declaration.path
+    if path not in state.servers:
+
+        def factory_for(launcher: str) -> TritonServerFactory:
+            return TritonServerFactory(launcher, factory.options, factory.state)
+
+        staging = request.getfixturevalue("tmp_path_factory").mktemp("baseline")
+        servers = ContractServers(factory, staging, gpu=factory.options.gpu, factory_for=factory_for)
+        request.config.add_cleanup(servers.stop_all)
+        state.servers[path] = servers
+    if (path, pair.name) not in state.runs:
+        state.runs[(path, pair.name)] = PairRun(pair, state.servers[path])
+    return state.runs[(path, pair.name)]
+
+
+def _not_compared(config: pytest.Config, pair: Pair) -> str | None:
+    if pair.compared(unchanged=bool(config.getoption("triton_baseline_unchanged"))):
+        return None
+    return f"variant {pair.name!r}: {pair.reason}"
+
+
+def _parity(pair: Pair) -> Callable[..., None]:
+    def baseline_parity(
+        request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory, triton_bench: TritonBench
+    ) -> None:
+        from pytest_triton.baseline.measure import worst_element
+        from pytest_triton.errors import PytestTritonError
+        from pytest_triton.errors import VariantUnavailable
+
+        __tracebackhide__ = True
+        row = request.config.stash[BASELINE_KEY].rows[(pair.declaration.path, pair.name)]
+        reason = _not_compared(request.config, pair)
+        if reason is not None:
+            _skip(reason)
+        try:
+            outcome = _pair_run(request, pair, triton_server_factory).parity()
+        except VariantUnavailable as exc:
+            row.reason = exc.reason
+            _skip(f"variant {exc.variant!r}: {exc.reason}")
+        except PytestTritonError as exc:
+            row.parity_ok, row.parity_text = False, str(exc).splitlines()[0]
+            raise ContractFailure(f"parity of {pair.name!r} against {pair.base_name!r}: {exc}") from exc
+        row.parity_ok, row.parity_text = outcome.ok, worst_element(outcome)
+        request.node.add_report_section("call", "triton-baseline", outcome.message())
+        if not outcome.ok:
+            raise ContractFailure(outcome.message())
+
+    return baseline_parity
+
+
+def _latency(pair: Pair) -> Callable[..., None]:
+    def baseline_latency(
+        request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory, triton_bench: TritonBench
+    ) -> None:
+        from pytest_triton.errors import PytestTritonError
+        from pytest_triton.errors import VariantUnavailable
+
+        __tracebackhide__ = True
+        row = request.config.stash[BASELINE_KEY].rows[(pair.declaration.path, pair.name)]
+        reason = _not_compared(request.config, pair)
+        if reason is None and hasattr(request.config, "workerinput"):
+            reason = "latency is measured without xdist: here other tests share the cores (run with -p no:xdist)"
+            row.notes.append(f"latency skipped: {reason}")
+        if reason is not None:
+            _skip(reason)
+        try:
+            outcome = _pair_run(request, pair, triton_server_factory).latency(triton_bench)
+        except VariantUnavailable as exc:
+            row.reason = exc.reason
+            _skip(f"variant {exc.variant!r}: {exc.reason}")
+        except PytestTritonError as exc:
+            row.latency_error = str(exc)
+            raise ContractFailure(f"latency of {pair.name!r} against {pair.base_name!r}: {exc}") from exc
+        row.latency = outcome
+        request.node.add_report_section("call", "triton-baseline", outcome.message())
+        if not outcome.ok:
+            raise ContractFailure(outcome.message())
+
+    return baseline_latency
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    state = config.stash.get(BASELINE_KEY, None)
+    if state is None:
+        return
+    by_file: dict[Path, list[Pair]] = {}
+    for pair in state.pairs:
+        by_file.setdefault(pair.declaration.path, []).append(pair)
+    for path, pairs in by_file.items():
+        parent = ContractFile.from_parent(session, path=path)
+        own: list[pytest.Item] = []
+        for pair in pairs:
+            for name, function in ((pair.parity_item, _parity(pair)), (pair.latency_item, _latency(pair))):
+                item = ContractItem.from_parent(parent, name=name, callobj=function)
+                item.add_marker("triton_baseline")
+                own.append(item)
+        collected: list[pytest.Item | pytest.Collector] = list(own)
+        session.ihook.pytest_collectreport(report=pytest.CollectReport(parent.nodeid, "passed", None, collected))
+        items.extend(own)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(BASELINE_KEY, None)
+    if state is None or hasattr(config, "workerinput"):
+        return
+    from pytest_triton.baseline.verdict import render_verdict
+    from pytest_triton.baseline.verdict import write_verdict
+
+    text = render_verdict(list(state.rows.values()), base=state.base.describe())
+    terminalreporter.section("triton verdict")
+    for line in text.splitlines()[1:]:  # the marker is for the comment, not the terminal
+        terminalreporter.write_line(line)
+    named = config.getoption("triton_verdict")
+    path = Path(named) if named else None
+    for written in write_verdict(text, path, step_summary=os.environ.get("GITHUB_STEP_SUMMARY")):
+        terminalreporter.write_line(f"verdict written: {written}")
