@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["PairLatency", "PairRun", "worst_element"]
 
 METRICS = ("p50_ms", "p99_ms", "samples_per_s")
-PAIRED_ROUNDS = 5  # rounds a pair's ratio is the median of
+PAIRED_ROUNDS = 9  # rounds a pair's ratio is the median of
 
 
 @final

@@ -59,16 +59,20 @@ class VerdictRow:
 
     def cause(self) -> str:
         """What decided a failing or unstable verdict, in words."""
-        causes = []
+        causes, unsettled = [], []
         if self.parity_ok is False:
             causes.append("parity")
         if self.latency_error:
             causes.append(f"latency: {self.latency_error.splitlines()[0]}")
         if self.latency is not None:
             for result in self.latency.judged:
-                if result.status in ("fail", "unstable", "not-measured"):
+                if result.status in ("fail", "not-measured"):
                     causes.append(f"{_metric(result)} {result.status}")
-        return ", ".join(causes)
+                elif result.status == "unstable":
+                    unsettled.append(_metric(result))
+        if unsettled:
+            causes.append(f"unstable: {', '.join(unsettled)}")
+        return "; ".join(causes)
 
 
 def _metric(result: RelativeResult) -> str:

@@ -33,7 +33,8 @@ output [ {{ name: "SUM" data_type: TYPE_FP32 dims: [ 4 ] }} ]
 instance_group [ {{ kind: KIND_CPU count: 1 }} ]
 """
 
-# A + WEIGHTS * B after a python step of STEP_S seconds of work (a busy wait: the same wall time under load)
+# A + WEIGHTS * B after a python step of STEP_S seconds (a sleep: the step dominates the request, and it takes
+# no core from the two servers' and the client's work on a loaded machine)
 MODEL = """\
 import time
 
@@ -50,9 +51,7 @@ class TritonPythonModel:
         for request in requests:
             a = pb_utils.get_input_tensor_by_name(request, "A").as_numpy()
             b = pb_utils.get_input_tensor_by_name(request, "B").as_numpy()
-            end = time.perf_counter() + STEP_S
-            while time.perf_counter() < end:
-                pass
+            time.sleep(STEP_S)
             responses.append(pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("SUM", a + WEIGHTS * b)]))
         return responses
 """
@@ -81,7 +80,7 @@ variants = ["add"]
 batch_size = 1
 throughput_batch_size = 1
 warmup = 5
-window_ms = 250
+window_ms = 400
 
 [baseline]
 max_p50_ratio = 1.10
@@ -89,7 +88,7 @@ min_samples_per_s_ratio = 0.90
 """
 
 FRESH = '\n[variants.fresh]\nrepository = "repos/add"\nmodel = "add"\n'
-STEP_S = 0.004
+STEP_S = 0.02
 WEIGHTS = [1.0, 1.0, 1.0, 1.0]
 
 
@@ -141,7 +140,7 @@ def run_verdict(pytester: pytest.Pytester) -> tuple[pytest.RunResult, str]:
         "triton_baseline",
         "-p",
         "no:cacheprovider",
-        "-rs",
+        "-rfs",
     )
     verdict = (pytester.path / "report" / "pr-verdict.md").read_text(encoding="utf-8")
     return result, verdict
@@ -167,12 +166,11 @@ def test_an_unchanged_model_passes_both_pairs(pytester: pytest.Pytester, project
     result, verdict = run_verdict(pytester)
     print(f"ratios p50={ratio(verdict, 1):.3f} samples/s={ratio(verdict, 3):.3f}")
     result.assert_outcomes(passed=2, skipped=4)
-    result.stdout.fnmatch_lines(
-        [
-            "*= triton verdict =*",
-            "*every compared variant holds against base (*",
-        ]
-    )
+    # a pass, or a pass whose rounds did not settle, which the table says (both pass the item by default)
+    result.stdout.fnmatch_lines(["*= triton verdict =*", "*against base (*"])
+    row = next(line for line in verdict.splitlines() if line.startswith("| `add`"))
+    assert "✅ pass" in row or "⚠️ unstable" in row, row
+    assert "❌" not in verdict, verdict
     result.stdout.fnmatch_lines(
         [
             "SKIPPED*contracts.toml*variant 'fresh': new in this PR: contracts.toml at base (*) declares no "
@@ -211,12 +209,14 @@ def test_a_drifted_weight_fails_the_parity_pair_naming_the_element(pytester: pyt
     result.assert_outcomes(passed=1, failed=1, skipped=4)
     result.stdout.fnmatch_lines(
         [
-            "FAILED contracts.toml::parity[[]add@base[]]*",
             "*parity FAILED: variant 'add' vs reference 'add@base' on * generated inputs (seed=3,*",
             "minimal input that shows the disagreement (shrunk by Hypothesis):",
+            "*worst element [[]*, 2[]]: reference=* candidate=*",
+            "FAILED contracts.toml::parity[[]add@base[]]*",
         ]
     )
     row = next(line for line in verdict.splitlines() if line.startswith("| `add`"))
     # the worst element is in the drifted column (index 2 of SUM's 4)
     assert re.search(r"❌ SUM\[\d+, 2\]: base .* PR .* \(\|diff\| [\d.e-]+, allowed [\d.e-]+\)", row), row
     assert "❌ FAIL: parity" in row, row
+    assert "p50 fail" not in row, row
