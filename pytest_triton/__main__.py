@@ -17,6 +17,11 @@ def _lint_main(args: argparse.Namespace) -> int:
     findings = lint_paths(args.paths, sagemaker_default_model=args.sagemaker_default_model, limits=limits)
     if args.format == "json":
         print(json.dumps([f.as_dict() for f in findings], indent=2))
+    elif args.format == "github":  # workflow annotations on the PR's diff
+        from pytest_triton.github import annotation
+
+        for finding in findings:
+            print(annotation(finding))
     else:
         for finding in findings:
             print(finding.format())
@@ -74,7 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     lint = commands.add_parser("lint", help="Lint model repositories, model folders or model.tar.gz files")
     lint.add_argument("paths", nargs="+", metavar="PATH")
-    lint.add_argument("--format", choices=("text", "json"), default="text", help="Output format")
+    lint.add_argument(
+        "--format",
+        choices=("text", "json", "github"),
+        default="text",
+        help="Output format (github: GitHub Actions annotations, ::error file=F,line=L,col=C,title=RULE::message)",
+    )
     lint.add_argument(
         "--sagemaker-default-model",
         metavar="NAME",

@@ -196,8 +196,8 @@ def test_a_slower_python_step_fails_the_latency_pair(pytester: pytest.Pytester, 
     result.assert_outcomes(passed=1, failed=1, skipped=4)
     result.stdout.fnmatch_lines(["FAILED contracts.toml::latency[[]add/add@base[]]*"])
     row = next(line for line in verdict.splitlines() if line.startswith("| `add`"))
-    assert "❌ FAIL: p50 fail" in row, row
-    assert "samples/s fail" in row, row
+    # the cause named: p50 over 1.10x or samples/s under 0.90x (one of them may be inconclusive on a loaded machine)
+    assert re.search(r"❌ FAIL: .*(p50 fail|samples/s fail)", row), row
     assert "parity" not in row.split("❌ FAIL")[-1], row
     assert ratio(verdict, 1) > 1.10, row
 
@@ -217,6 +217,6 @@ def test_a_drifted_weight_fails_the_parity_pair_naming_the_element(pytester: pyt
     )
     row = next(line for line in verdict.splitlines() if line.startswith("| `add`"))
     # the worst element is in the drifted column (index 2 of SUM's 4)
-    assert re.search(r"❌ SUM\[\d+, 2\]: base .* PR .* \(\|diff\| [\d.e-]+, allowed [\d.e-]+\)", row), row
+    assert re.search(r"❌ SUM\[\d+, 2\]: base .* PR .* \(\\\|diff\\\| [\d.e-]+, allowed [\d.e-]+\)", row), row
     assert "❌ FAIL: parity" in row, row
     assert "p50 fail" not in row, row
