@@ -29,6 +29,7 @@ def test_the_hook_lints_with_the_options_given_before_the_files(capsys: pytest.C
     assert main(["--format", "github", broken]) == 1
     assert "::error file=" in capsys.readouterr().out
     assert main([]) == 0  # nothing staged: nothing to lint
+    assert main([str(ROOT / "model_repos" / "examples" / "python_add" / "config.pbtxt")]) == 0
 
 
 def test_the_hook_manifest_names_the_entry_and_the_files() -> None:
@@ -42,34 +43,27 @@ def _git(root: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, timeout=60)
 
 
-@pytest.mark.skipif(shutil.which("pre-commit") is None, reason="pre-commit is not installed (pip install pre-commit)")
 @pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit try-repo needs git")
-def test_pre_commit_try_repo_fails_a_broken_config_and_passes_a_good_one(tmp_path: Path) -> None:
-    """pre-commit installs this checkout into a virtual environment of its own (pip, from PyPI: minutes the
-    first time, cached in PRE_COMMIT_HOME after) and runs the hook on a repository's files."""
-    if subprocess.run(
-        ["git", "-C", str(ROOT), "ls-files", "--error-unmatch", HOOKS.name], capture_output=True
-    ).returncode:
+def test_pre_commit_try_repo_fails_the_commit_of_a_broken_config(tmp_path: Path) -> None:
+    """pre-commit installs this checkout into a virtual environment of its own (pip, from PyPI: minutes) and runs
+    the hook on a repository's staged files: the broken model's findings fail it; the good model beside it (in
+    another repository folder) gives none."""
+    pytest.importorskip("pre_commit", reason="pre-commit is not installed (pip install pre-commit)")
+    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "--error-unmatch", HOOKS.name], capture_output=True)
+    if tracked.returncode:
         pytest.skip(".pre-commit-hooks.yaml is not tracked by git yet: pre-commit try-repo reads tracked files only")
     project = tmp_path / "project"
     shutil.copytree(ROOT / "model_repos" / "broken" / "classifier", project / "models" / "classifier")
-    shutil.copytree(ROOT / "model_repos" / "examples" / "python_add", project / "models" / "python_add")
+    shutil.copytree(ROOT / "model_repos" / "examples" / "python_add", project / "good" / "python_add")
     _git(project, "init", "-q")
     _git(project, "add", "-A")
-    home = Path(os.environ.get("PYTEST_TRITON_PRE_COMMIT_HOME", tmp_path / "pre-commit-home"))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the hook's own environment, not ours
-    env["PRE_COMMIT_HOME"] = str(home)
-
-    def try_repo(*files: str) -> subprocess.CompletedProcess[str]:
-        cmd = [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "triton-lint", "--files", *files]
-        return subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, timeout=900, check=False)
-
-    failed = try_repo("models/classifier/config.pbtxt")
-    assert failed.returncode == 1, failed.stdout + failed.stderr
-    assert "triton-lint (Triton model repositories)" in failed.stdout
-    assert "models/classifier/config.pbtxt:7:3: C001 failed to read text proto" in failed.stdout, failed.stdout
-    shutil.rmtree(project / "models" / "classifier")
-    _git(project, "add", "-A")
-    passed = try_repo("models/python_add/config.pbtxt")
-    assert passed.returncode == 0, passed.stdout + passed.stderr
-    assert "Passed" in passed.stdout, passed.stdout
+    env["PRE_COMMIT_HOME"] = str(tmp_path / "pre-commit-home")
+    files = ["models/classifier/config.pbtxt", "good/python_add/config.pbtxt"]
+    cmd = [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "triton-lint", "--files", *files]
+    done = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "triton-lint (Triton model repositories)" in done.stdout
+    assert "models/classifier/config.pbtxt:7:3: C001 failed to read text proto" in done.stdout, done.stdout
+    assert "2 paths linted: 2 errors, 0 warnings, 0 infos" in done.stdout, done.stdout  # models/ and good/
+    assert "good/" not in done.stdout, done.stdout
