@@ -9,7 +9,6 @@ The base's variant is the base's own declaration of it (its repository, model an
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -146,9 +145,3 @@ class AsDeclared:
         found = self.transport.infer(model, self.variant.rename_inputs(inputs), wanted)
         named = {self._outputs.get(k, k): v for k, v in found.items()}
         return {k: named[k] for k in outputs if k in named} if outputs else named
-
-
-def short_path(path: Path) -> str:
-    """A path as a report shows it: relative to the working folder where it is under it."""
-    relative = os.path.relpath(path)
-    return relative if not relative.startswith("..") else str(path)
