@@ -71,6 +71,7 @@ class BaselineState:
     rows: dict[tuple[Path, str], VerdictRow] = field(default_factory=dict)
     runs: dict[tuple[Path, str], PairRun] = field(default_factory=dict)
     servers: dict[Path, ContractServers] = field(default_factory=dict)
+    ran: int = 0  # baseline items that ran (none, e.g. --collect-only or deselected: no table)
 
 
 BASELINE_KEY = pytest.StashKey[BaselineState]()
@@ -156,7 +157,9 @@ def _parity(pair: Pair) -> Callable[..., None]:
         from pytest_triton.errors import VariantUnavailable
 
         __tracebackhide__ = True
-        row = request.config.stash[BASELINE_KEY].rows[(pair.declaration.path, pair.name)]
+        state = request.config.stash[BASELINE_KEY]
+        state.ran += 1
+        row = state.rows[(pair.declaration.path, pair.name)]
         reason = _not_compared(request.config, pair)
         if reason is not None:
             _skip(reason)
@@ -184,7 +187,9 @@ def _latency(pair: Pair) -> Callable[..., None]:
         from pytest_triton.errors import VariantUnavailable
 
         __tracebackhide__ = True
-        row = request.config.stash[BASELINE_KEY].rows[(pair.declaration.path, pair.name)]
+        state = request.config.stash[BASELINE_KEY]
+        state.ran += 1
+        row = state.rows[(pair.declaration.path, pair.name)]
         reason = _not_compared(request.config, pair)
         if reason is None and hasattr(request.config, "workerinput"):
             reason = "latency is measured without xdist: here other tests share the cores (run with -p no:xdist)"
@@ -229,7 +234,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
     state = config.stash.get(BASELINE_KEY, None)
-    if state is None or hasattr(config, "workerinput"):
+    if state is None or not state.ran or hasattr(config, "workerinput"):
         return
     from pytest_triton.baseline.verdict import render_verdict
     from pytest_triton.baseline.verdict import write_verdict
