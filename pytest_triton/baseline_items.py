@@ -12,16 +12,17 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
+from collections.abc import Generator
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
+from typing import Any
 
 import pytest
 
 from pytest_triton.contract_items import CONTRACTS_KEY
 from pytest_triton.contract_items import ContractFailure
-from pytest_triton.contract_items import ContractFile
 from pytest_triton.contract_items import ContractItem
 
 if TYPE_CHECKING:
@@ -212,24 +213,36 @@ def _latency(pair: Pair) -> Callable[..., None]:
     return baseline_latency
 
 
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    state = config.stash.get(BASELINE_KEY, None)
-    if state is None:
-        return
-    by_file: dict[Path, list[Pair]] = {}
-    for pair in state.pairs:
-        by_file.setdefault(pair.declaration.path, []).append(pair)
-    for path, pairs in by_file.items():
-        parent = ContractFile.from_parent(session, path=path)
-        own: list[pytest.Item] = []
-        for pair in pairs:
+class BaselineFile(pytest.File):
+    """A contracts file's baseline pairs: two items per declared variant (read when pytest started)."""
+
+    def __init__(self, *, pairs: list[Pair], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.pairs = pairs
+
+    def collect(self) -> list[pytest.Item]:
+        items: list[pytest.Item] = []
+        for pair in self.pairs:
             for name, function in ((pair.parity_item, _parity(pair)), (pair.latency_item, _latency(pair))):
-                item = ContractItem.from_parent(parent, name=name, callobj=function)
+                item = ContractItem.from_parent(self, name=name, callobj=function)
                 item.add_marker("triton_baseline")
-                own.append(item)
-        collected: list[pytest.Item | pytest.Collector] = list(own)
-        session.ihook.pytest_collectreport(report=pytest.CollectReport(parent.nodeid, "passed", None, collected))
-        items.extend(own)
+                items.append(item)
+        return items
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    # the pairs join the session's collect report as the contracts files' own items do (node ids, -k, -m)
+    report = yield
+    state = collector.config.stash.get(BASELINE_KEY, None)
+    if isinstance(collector, pytest.Session) and report.passed and state is not None:
+        by_file: dict[Path, list[Pair]] = {}
+        for pair in state.pairs:
+            by_file.setdefault(pair.declaration.path, []).append(pair)
+        report.result.extend(BaselineFile.from_parent(collector, path=p, pairs=own) for p, own in by_file.items())
+    return report
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
