@@ -31,7 +31,12 @@ def test_it_is_called_with_contracts_image_runner_and_a_baseline_defaulting_to_t
     steps = flow["jobs"]["verdict"]["steps"]
     run = next(s for s in steps if s.get("name") == "Contracts against the base")
     assert run["env"]["BASELINE"] == "${{ inputs.baseline || format('origin/{0}', github.base_ref) }}"
-    for needed in ("--triton-baseline", "--triton-verdict report/pr-verdict.md", "--triton-launcher docker", "--gpu"):
+    for needed in (
+        "--triton-baseline",
+        "--triton-verdict report/pr-verdict.md",
+        "--triton-launcher docker",
+        "--triton-gpu",
+    ):
         assert needed in run["run"], needed
     assert flow["jobs"]["verdict"]["runs-on"] == "${{ fromJSON(inputs.runner) }}"
     checkout = steps[0]
