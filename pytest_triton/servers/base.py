@@ -1,4 +1,4 @@
-"""What every launcher offers, whatever runs Triton: the :class:`TritonLauncher` protocol and its data.
+"""What every server offers, whatever runs Triton: the :class:`TritonServer` protocol and its data.
 
 Tests never know which launcher runs. A launcher is built from a repository and :class:`ServeOptions`
 (``from_options``), prepares that repository for the server it runs (``prepare``: a staged copy, a folder
@@ -85,28 +85,9 @@ class ServeOptions:
         return default if value is None else value
 
 
-class StartedInWith:
-    """``with launcher:`` starts the launcher on entry and stops it on exit, whatever the block raised (the
-    launcher classes' shared base; they define ``start`` and ``stop``)."""
-
-    def start(self) -> Self:
-        raise NotImplementedError
-
-    def stop(self) -> None:
-        raise NotImplementedError
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-
 @runtime_checkable
-class TritonLauncher(Protocol):
-    """A Triton server that a test can start, query and stop, whatever runs it.
+class TritonServer(Protocol):
+    """A Triton server that a test can start, query and stop, whatever runs it: what a launcher class makes.
 
     Launchers are configured before ``start()`` and started once; ``start()`` prepares the repository
     (unless ``prepare()`` ran already) and returns only when the server and every requested model are ready,
@@ -194,3 +175,7 @@ class TritonLauncher(Protocol):
     def transport(self, protocol: InferenceEndpoint = "http") -> Transport:
         """An inference transport that reaches this server (``http``, ``grpc`` or ``sagemaker``)."""
         ...
+
+
+# the name before 0.2: the handle of a server is a TritonServer; the registry still holds "launchers"
+TritonLauncher = TritonServer

@@ -12,7 +12,6 @@ from typing import final
 
 from pytest_triton.client.rest import TritonRest
 from pytest_triton.client.rest import fetch_text
-from pytest_triton.client.urls import InferenceEndpoint
 from pytest_triton.client.urls import ServerUrls
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ServerError
@@ -21,8 +20,8 @@ from pytest_triton.repository.layout import model_folders
 from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
-from pytest_triton.servers.base import StartedInWith
 from pytest_triton.servers.control import ModelControl
+from pytest_triton.servers.server import ServerBase
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress
@@ -30,8 +29,6 @@ from pytest_triton.servers.wait import wait_until
 
 if TYPE_CHECKING:
     from typing import Self
-
-    from pytest_triton.client.transports import Transport
 
 
 def _derived_urls(http_url: str) -> tuple[str, str]:
@@ -45,7 +42,7 @@ def _derived_urls(http_url: str) -> tuple[str, str]:
 
 
 @final
-class UrlLauncher(StartedInWith):
+class UrlLauncher(ServerBase):
     """A Triton server someone else runs, reached at ``http_url``.
 
     ``grpc_url`` and ``metrics_url`` default to Triton's port layout (HTTP port P → gRPC P+1, metrics
@@ -77,6 +74,7 @@ class UrlLauncher(StartedInWith):
         has_gpu: bool | None = None,
         progress: ProgressCallback | None = stderr_progress,
     ) -> None:
+        super().__init__(None, models=models, startup_timeout=startup_timeout, progress=progress)
         http = http_url.rstrip("/")
         if "://" not in http:
             http = "http://" + http
@@ -87,13 +85,9 @@ class UrlLauncher(StartedInWith):
             metrics=metrics_url or metrics_default,
             sagemaker=sagemaker_url,
         )
-        self.models = list(models)
-        self.startup_timeout = startup_timeout
-        self.progress = progress
         self._backends = backends
         self._has_gpu = has_gpu
         self._rest = TritonRest(http)
-        self._prepared: Prepared | None = None
 
     @classmethod
     def from_options(
@@ -113,34 +107,18 @@ class UrlLauncher(StartedInWith):
             launcher.prepare(repository)
         return launcher
 
-    @property
-    def prepared(self) -> Prepared | None:
-        """The repository this server is expected to serve, when one was given."""
-        return self._prepared
-
     def prepare(self, source: Path) -> Prepared:
         """Nothing is staged (the server reads its own repository); the models of ``source`` are waited for."""
         if not self.models:
             self.models = model_folders(Path(source))
-        note = f"served by the Triton at {self._urls.http}, from its own copy of the repository"
+        note = f"served by the Triton at {self.urls.http}, from its own copy of the repository"
         self._prepared = Prepared(Path(source), Path(source), tuple(self.models), notes=(note,))
         return self._prepared
 
     @property
     def control(self) -> ModelControl:
         """Load, unload and readiness of the server's models (it must run with explicit model control to load)."""
-        return ModelControl(self._rest.base_url, progress=self.progress, what=f"Triton at {self._urls.http}")
-
-    def transport(self, protocol: InferenceEndpoint = "http") -> Transport:
-        """An inference transport to this server."""
-        from pytest_triton.client.transports import transport_for
-
-        return transport_for(self._urls, protocol)
-
-    @property
-    def urls(self) -> ServerUrls:
-        """The server's endpoints."""
-        return self._urls
+        return ModelControl(self._rest.base_url, progress=self.progress, what=f"Triton at {self.urls.http}")
 
     @property
     def backends(self) -> frozenset[str]:
@@ -161,51 +139,34 @@ class UrlLauncher(StartedInWith):
         """Whether the server reports GPU metrics (or what was given)."""
         if self._has_gpu is None:
             try:
-                self._has_gpu = "nv_gpu_utilization{" in fetch_text(self._urls.need("metrics"))
+                self._has_gpu = "nv_gpu_utilization{" in fetch_text(self.urls.need("metrics"))
             except ServerError:
                 self._has_gpu = False
         return self._has_gpu
 
     def start(self) -> Self:
         """Wait until the server answers and ``models`` are ready; raises ServerStartError if nothing answers."""
+        self._launched = True
 
         def live() -> Poll:
             return Poll(self._rest.live(), "no answer yet")
 
+        http = self.urls.http
         try:
-            wait_until(
-                live,
-                timeout=self.startup_timeout,
-                what=f"Triton at {self._urls.http}",
-                progress=self.progress,
-            )
+            wait_until(live, timeout=self.startup_timeout, what=f"Triton at {http}", progress=self.progress)
         except TimeoutError:
             raise ServerStartError(
-                f"no Triton server answers at http_url={self._urls.http!r} "
+                f"no Triton server answers at http_url={http!r} "
                 f"(GET /v2/health/live, {self.startup_timeout:.0f} s); start it or fix the URL"
             ) from None
-        self.control.wait_ready(self.models, self.startup_timeout)
+        self.control.wait_ready(self.models or [], self.startup_timeout)
         return self
 
-    def stop(self) -> None:
-        """Nothing to stop: the server belongs to someone else."""
-
-    def __repr__(self) -> str:
-        return f"UrlLauncher(http_url={self._urls.http!r}, grpc_url={self._urls.grpc!r})"
-
-    def logs(self) -> str:
-        """Always "": the server's log is not reachable through its API."""
-        return ""
-
-    def log_tail(self, lines: int = 50) -> str:
-        """Always "" (see :meth:`logs`)."""
-        return ""
-
-    def exit_status(self) -> str | None:
-        """Always None: the server's process belongs to someone else."""
-        return None
-
     def check_alive(self) -> None:
-        """Raise ServerError if the server no longer answers ``GET /v2/health/live``."""
+        """Raise ServerError if the server no longer answers ``GET /v2/health/live`` (``stop()`` leaves it
+        running, and there is no log to read: the server belongs to someone else)."""
         if not self._rest.live():
-            raise ServerError(f"the Triton server at {self._urls.http} no longer answers GET /v2/health/live")
+            raise ServerError(f"the Triton server at {self.urls.http} no longer answers GET /v2/health/live")
+
+    def _describe(self) -> str:
+        return f"http_url={self.urls.http!r}, grpc_url={self.urls.grpc!r}"

@@ -252,6 +252,18 @@ class TritonContainer:
             self.drain_logs()
         return self._final_state
 
+    def finished(self) -> tuple[int, str] | None:
+        """(exit code, how it ended in words) once the container has ended, its log drained; None while it runs."""
+        ended = self.ended()
+        return None if ended is None else (ended[0], exit_words(*ended))
+
+    def started(self) -> None:
+        """Nothing to note: everything the container made is removed with it."""
+
+    def kill(self) -> None:
+        """End a failed attempt: remove the container and free its ports (log and work folder stay)."""
+        self.remove(stop_timeout=2.0)
+
     def drain_logs(self) -> None:
         """Let the log pump write what the daemon still has (a stream ends when its container ends)."""
         if self._log_thread is not None:

@@ -29,7 +29,6 @@ from typing import Any
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import MissingDependency
 from pytest_triton.errors import ServerStartError
-from pytest_triton.servers.docker.image import CONTAINER_REPOSITORY
 from pytest_triton.servers.wait import ProgressCallback
 
 DOCKER_EXTRA = "docker"
@@ -398,43 +397,3 @@ def pump_logs(container: Any, path: Path) -> None:
         for chunk in container.logs(stream=True, follow=True, stdout=True, stderr=True):
             out.write(chunk)
             out.flush()
-
-
-def tritonserver_command(
-    models: Sequence[str], ports: Sequence[int], *, host_network: bool, sagemaker: bool, exit_timeout: int
-) -> list[str]:
-    """The command run in the container (the image's entry point runs it, as NGC's does).
-
-    With host networking the server binds 127.0.0.1 on ``ports`` (http, grpc, metrics[, sagemaker]); on a
-    bridge it keeps Triton's own ports, which are published on 127.0.0.1.
-    """
-    cmd = [
-        "tritonserver",
-        f"--model-repository={CONTAINER_REPOSITORY}",
-        "--model-control-mode=explicit",
-        *(f"--load-model={name}" for name in models),
-        "--exit-on-error=false",
-        "--strict-readiness=true",
-        f"--exit-timeout-secs={exit_timeout}",
-    ]
-    if host_network:
-        for flag, port in zip(("http", "grpc", "metrics"), ports):
-            cmd += [f"--{flag}-address=127.0.0.1", f"--{flag}-port={port}"]
-    if sagemaker:
-        cmd += [
-            "--allow-sagemaker=true",
-            f"--sagemaker-port={ports[3] if host_network else CONTAINER_PORTS['sagemaker']}",
-        ]
-    return cmd
-
-
-def exit_reason(lines: list[str], tail: str) -> tuple[str, str]:
-    """(the error, the log lines to show) of a server that ended before it was ready. A rejected command line
-    is followed by tritonserver's long usage text: what it said comes before that, so that is shown."""
-    from pytest_triton.servers.logs import last_error
-
-    usage = next((i for i, line in enumerate(lines) if line.startswith("Usage: tritonserver")), None)
-    if usage is None:
-        return last_error(lines) or "no error line in its log", tail
-    before = [line for line in lines[:usage] if line.strip()]
-    return (before[-1] if before else "it printed its usage: an argument was rejected"), "\n".join(before[-50:])

@@ -120,6 +120,11 @@ class TritonProcess:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def finished(self) -> tuple[int, str] | None:
+        """(exit code, how it ended in words) once the process has ended; None while it runs or before spawn."""
+        code = None if self.proc is None else self.proc.poll()
+        return None if code is None else (code, describe_exit(code))
+
     def exit_status(self) -> str | None:
         """How the server ended on its own ("was killed by SIGSEGV", "exited with code 1"); None while it runs,
         before it started and after stop()."""

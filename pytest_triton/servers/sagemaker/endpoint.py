@@ -36,8 +36,8 @@ from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ServerError
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
-from pytest_triton.servers.base import StartedInWith
 from pytest_triton.servers.process import make_owned_workdir
+from pytest_triton.servers.server import ServerBase
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress
 
@@ -103,7 +103,7 @@ def endpoint_hardware(options: ServeOptions) -> tuple[str, str]:
 
 
 @final
-class SageMakerLauncher(StartedInWith):
+class SageMakerLauncher(ServerBase):
     """A SageMaker endpoint serving a repository (deployed now, torn down at stop) or an existing one."""
 
     name: ClassVar[str] = "sagemaker"
@@ -142,16 +142,14 @@ class SageMakerLauncher(StartedInWith):
 
         if repository is None and endpoint is None:
             raise ConfigError("the sagemaker launcher needs a repository to deploy, or --endpoint NAME to reuse")
-        self.repository = None if repository is None else Path(repository)
+        super().__init__(None if repository is None else Path(repository), progress=progress)
         self.deploy = deploy or DeployOptions()
         self.endpoint = endpoint
         self.region = region
         self.staging = staging
-        self.progress = progress
         self.deployment: Deployment | None = None
         self.existing: ExistingEndpoint | None = None
         self._clients: AwsClients | None = None
-        self._prepared: Prepared | None = None
         self._workdir: Path | None = None
         self._name: str | None = None
         self._transports: list[InvokeEndpointTransport] = []
@@ -196,10 +194,6 @@ class SageMakerLauncher(StartedInWith):
         if self._name is None:
             raise ServerError("SageMakerLauncher is not started; call start() first")
         return self._name
-
-    @property
-    def prepared(self) -> Prepared | None:
-        return self._prepared
 
     @property
     def control(self) -> None:
@@ -273,6 +267,7 @@ class SageMakerLauncher(StartedInWith):
 
     def start(self) -> Self:
         """Deploy and wait for InService (tearing down on any failure), or check the reused endpoint."""
+        self._launched = True
         self.prepare()
         if self.deployment is not None:
             self._catch_sigterm()
@@ -288,6 +283,7 @@ class SageMakerLauncher(StartedInWith):
 
     def stop(self) -> None:
         """Remove what this run created (nothing for a reused endpoint); DeploymentError lists what is left."""
+        self._stopped = True
         try:
             if self.deployment is not None:
                 self.deployment.teardown()
@@ -335,14 +331,15 @@ class SageMakerLauncher(StartedInWith):
             return ""
         return endpoint_log_tail(self.clients.logs, self._name, events=lines)
 
-    def exit_status(self) -> str | None:
-        """None: SageMaker restarts its containers itself; ``check_alive()`` reads the endpoint's status."""
-        return None
-
     def check_alive(self) -> None:
+        """Raise ServerError unless the endpoint is InService (SageMaker restarts its containers itself: there
+        is no ``exit_status()``)."""
         status = self.clients.sagemaker.describe_endpoint(EndpointName=self.endpoint_name)["EndpointStatus"]
         if status != "InService":
             raise ServerError(f"endpoint {self.endpoint_name!r} is {status}", log_tail=self.log_tail())
+
+    def _describe(self) -> str:
+        return f"endpoint={self._name or self.endpoint!r}, repository={str(self.repository)!r}"
 
     def transport(self, protocol: InferenceEndpoint = "sagemaker", *, binary: bool = True) -> InvokeEndpointTransport:
         """InvokeEndpoint for the endpoint's default model (its inputs read from the served config.pbtxt)."""

@@ -56,20 +56,20 @@ from pytest_triton.model_archive import unpack_model_archive
 from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
-from pytest_triton.servers.base import StartedInWith
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import resolve_binary
 from pytest_triton.servers.docker.container import CONTAINER_SETTINGS
 from pytest_triton.servers.docker.container import DEFAULT_CONTAINER_STARTUP_TIMEOUT
 from pytest_triton.servers.docker.container import TritonContainer
 from pytest_triton.servers.docker.container import container_settings
-from pytest_triton.servers.docker.engine import exit_words
 from pytest_triton.servers.docker.image import adapt_for_image
 from pytest_triton.servers.local.triton_process import TritonProcess
 from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.logs import server_error
 from pytest_triton.servers.ports import reserve_ports
-from pytest_triton.servers.process import describe_exit
+from pytest_triton.servers.server import Budget
+from pytest_triton.servers.server import Runner
+from pytest_triton.servers.server import ServerBase
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress
@@ -84,18 +84,8 @@ _FRONTEND_STARTED = "Started Sagemaker HTTPService"
 MODEL_MOUNT = SINGLE_MODEL_REPOSITORY.rstrip("/")  # where SageMaker puts the unpacked model.tar.gz
 
 
-def is_archive(path: Path) -> bool:
-    """Whether ``path`` names a model archive (``.tar.gz``, ``.tgz``, ``.tar``) rather than a folder."""
-    return path.name.endswith((".tar.gz", ".tgz", ".tar"))
-
-
-def _sagemaker_port_of(plan: ServePlan) -> int:
-    value = plan.flag("--sagemaker-port")
-    return int(value) if value else 8080
-
-
 @final
-class SageMakerLocalLauncher(StartedInWith):
+class SageMakerLocalLauncher(ServerBase):
     """A ``tritonserver`` serving a model.tar.gz (or folder) exactly as the SageMaker Triton container would.
 
     ``env`` is the container environment (``SAGEMAKER_TRITON_DEFAULT_MODEL_NAME`` and the other variables of
@@ -127,35 +117,25 @@ class SageMakerLocalLauncher(StartedInWith):
         staging: Path | None = None,
         progress: ProgressCallback | None = stderr_progress,
     ) -> None:
-        self.source = Path(source).absolute()
-        self.env = dict(env or {})
+        self.container = _container(image, gpu=gpu, progress=progress)
+        # what runs the server: this machine's process, or the container
+        runner: Runner = self.container or TritonProcess("sagemaker-local tritonserver", staging=staging)
+        super().__init__(
+            Path(source).absolute(),
+            runner,
+            startup_timeout=startup_timeout,
+            stop_timeout=stop_timeout,
+            sagemaker=True,
+            env=env,
+            progress=progress,
+        )
         self.gpu = gpu
-        self.startup_timeout = startup_timeout
-        self.stop_timeout = stop_timeout
         self.staging = staging
-        self.progress = progress
         self.notes: list[str] = []
         self.plan: ServePlan | None = None
-        self.command: list[str] = []
-        self._prepared: Prepared | None = None
         self._binary_arg = binary
         self._binary: TritonBinary | None = None
         self._model_dir: Path | None = None
-        if isinstance(image, str):
-            image = TritonContainer(image, gpus=gpu, progress=progress)
-        if image is not None:
-            image.what = "sagemaker-local container"
-            if image.network != "host":
-                raise ConfigError(
-                    f"network={image.network!r}: sagemaker-local runs its container on the host network (ports "
-                    "chosen here become SAGEMAKER_BIND_TO_PORT); drop --triton-setting network=bridge"
-                )
-        self.container = image
-        # what runs the server: this machine's process, or the container
-        self._runner: TritonProcess | TritonContainer = (
-            TritonProcess("sagemaker-local tritonserver", staging=staging) if image is None else image
-        )
-        self._urls: ServerUrls | None = None
 
     @classmethod
     def from_options(
@@ -178,25 +158,23 @@ class SageMakerLocalLauncher(StartedInWith):
         container = None
         if image is not None:
             container = TritonContainer(str(image), **container_settings(options), progress=options.progress)
+        timeout = options.setting("container_startup_timeout", DEFAULT_CONTAINER_STARTUP_TIMEOUT) if container else None
         return cls(
             repository,
             env=env,
             binary=options.setting("tritonserver"),
             image=container,
             gpu=options.gpu,
-            startup_timeout=float(options.setting("container_startup_timeout", DEFAULT_CONTAINER_STARTUP_TIMEOUT))
-            if container
-            else options.startup_timeout,
+            startup_timeout=float(timeout) if timeout is not None else options.startup_timeout,
             staging=options.staging,
             progress=options.progress,
         )
 
-    # -- what it serves ----------------------------------------------------------------------------------
-
     @property
-    def prepared(self) -> Prepared | None:
-        """The unpacked repository and what was changed in it (None before ``prepare()``/``start()``)."""
-        return self._prepared
+    def source(self) -> Path:
+        """The model.tar.gz or folder served."""
+        assert self.repository is not None
+        return self.repository
 
     @property
     def control(self) -> None:
@@ -246,30 +224,12 @@ class SageMakerLocalLauncher(StartedInWith):
 
     def prepare(self, source: Path | None = None) -> Prepared:
         """Unpack (or copy) the archive into the work folder as /opt/ml/model, check it as the serve script
-        does, adapt ONNX models for this binary, and settle the command line."""
-        from pytest_triton.repository.onnx_adapter import AdapterTarget
-        from pytest_triton.repository.onnx_adapter import adapt_repository
-        from pytest_triton.repository.onnx_adapter import onnx_models
-
+        does, adapt ONNX models for this binary (or image), and settle the command line."""
         if source is not None:
-            self.source = Path(source).absolute()
+            self.repository = Path(source).absolute()
         if self._prepared is not None:
             return self._prepared
-        if not self.source.exists():
-            raise ConfigError(f"{str(self.source)!r} does not exist; pass a model.tar.gz or a repository folder")
-        model_dir = self._runner.workdir() / "model"
-        if is_archive(self.source):
-            unpack_model_archive(self.source, model_dir)
-        elif self.source.is_dir():
-            # as the packaged archive would hold it: nothing hidden (.env, .git), no sidecar
-            shutil.copytree(
-                self.source,
-                model_dir,
-                symlinks=False,
-                ignore=shutil.ignore_patterns(".*", FOLDER_SIDECAR, "__pycache__"),
-            )
-        else:
-            raise ConfigError(f"{str(self.source)!r} is neither a model.tar.gz nor a repository folder")
+        model_dir = unpack_as_sagemaker(self.source, self._runner().workdir() / "model")
         env = self.container_env()
         if env.get("SAGEMAKER_MULTI_MODEL") == "true":
             raise ConfigError(
@@ -278,12 +238,11 @@ class SageMakerLocalLauncher(StartedInWith):
             )
         # the serve script's checks run on what SageMaker unpacked, before any adaptation
         self.plan = serve_plan(env, RepositoryLayout.of(model_dir), model_repository=self._repository(model_dir))
-        adapted: list[Any] = []
         if self.container is not None:
             adapted = adapt_for_image(model_dir, self.container.facts(), gpu=self.container.gpu)
-            self.notes.append(self._container_note())
-        elif "onnxruntime" not in self.backends and onnx_models(model_dir):
-            adapted = adapt_repository(model_dir, AdapterTarget.this_environment(self.backends, self.has_gpu))
+            self.notes.append(container_note(self.container))
+        else:
+            adapted = adapt_here(model_dir, self.backends, self.has_gpu)
         self._model_dir = model_dir
         self.notes += list(self.plan.warnings)
         assert self.plan.default_model is not None
@@ -292,167 +251,6 @@ class SageMakerLocalLauncher(StartedInWith):
         )
         return self._prepared
 
-    def _repository(self, model_dir: Path) -> str | Path:
-        """The repository as the server sees it: /opt/ml/model/ in the container, the work folder here."""
-        return SINGLE_MODEL_REPOSITORY if self.container is not None else model_dir
-
-    def _container_note(self) -> str:
-        assert self.container is not None
-        facts = self.container.facts()
-        how = (
-            f"started by the image's own serve script ({facts.serve_script}), as SageMaker starts it"
-            if facts.serve_script
-            else "the image has no serve script on its PATH: started with the command line that script derives"
-        )
-        return f"sagemaker-local in a container of {self.container.image} (archive read-only at {MODEL_MOUNT}); {how}"
-
-    # -- lifecycle -------------------------------------------------------------------------------------
-
-    def _ports_env(self, env: dict[str, str]) -> dict[str, str]:
-        """Free ports for the frontends the container would open, as the variables that name them."""
-        wanted = ["SAGEMAKER_BIND_TO_PORT"]
-        if env.get("SAGEMAKER_TRITON_ALLOW_GRPC") == "true":
-            wanted.append("SAGEMAKER_TRITON_GRPC_PORT")
-        if env.get("SAGEMAKER_TRITON_ALLOW_METRICS") == "true":
-            wanted.append("SAGEMAKER_TRITON_METRICS_PORT")
-        missing = [name for name in wanted if not env.get(name)]
-        if not missing:
-            return {}
-        reservation = self._runner.ports = reserve_ports(len(missing))
-        placed = dict(zip(missing, (str(p) for p in reservation.ports)))
-        self.notes.append("ports chosen here: " + ", ".join(f"{k}={v}" for k, v in placed.items()))
-        return placed
-
-    def _loopback_env(self, env: dict[str, str]) -> dict[str, str]:
-        """``SAGEMAKER_TRITON_ADDITIONAL_ARGS`` with 127.0.0.1 for the gRPC and metrics frontends the variables
-        turn on (they bind 0.0.0.0 otherwise); an address the user gave there is kept."""
-        given = env.get("SAGEMAKER_TRITON_ADDITIONAL_ARGS", "")
-        added = [
-            f"--{frontend}-address={LOCALHOST}"
-            for frontend, variable in (
-                ("grpc", "SAGEMAKER_TRITON_ALLOW_GRPC"),
-                ("metrics", "SAGEMAKER_TRITON_ALLOW_METRICS"),
-            )
-            if env.get(variable) == "true" and f"--{frontend}-address" not in given
-        ]
-        if not added:
-            return {}
-        self.notes.append(f"{' and '.join(a.split('-address')[0][2:] for a in added)} bound to {LOCALHOST}")
-        return {"SAGEMAKER_TRITON_ADDITIONAL_ARGS": " ".join([given, *added]).strip()}
-
-    def start(self) -> Self:
-        """Start Triton as the container would and wait until ``/ping`` answers 200."""
-        if self._urls is not None:
-            raise ServerError("SageMakerLocalLauncher.start() called twice; create a new launcher to start again")
-        try:
-            self.prepare()
-            env = self.container_env()
-            env.update(self._ports_env(env))
-            env.update(self._loopback_env(env))
-            plan = serve_plan(
-                env,
-                RepositoryLayout.of(self.model_dir),
-                gpu_count=_gpu_count() if self.has_gpu else 0,
-                model_repository=self._repository(self.model_dir),
-            )
-            self.plan = plan
-            assert plan.default_model is not None
-            env["SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"] = plan.default_model  # the script exports it
-            self._urls = _urls(plan, env)
-            if isinstance(self._runner, TritonProcess):
-                binary = self.binary
-                self.command = [str(binary.path), *plan.args, *self._runner.binary_flags(binary)]
-                self._runner.spawn(self.command, {**binary.environ(), **env}, "tritonserver.log")
-            else:
-                serve = self._runner.facts().serve_script
-                self.command = ["serve"] if serve else ["tritonserver", *plan.args]
-                self._runner.run(self.command, env, mounts={self.model_dir: MODEL_MOUNT})
-            self._wait_started(plan)
-            if isinstance(self._runner, TritonProcess):
-                self._runner.started()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def _ended(self) -> tuple[int, str] | None:
-        """(exit code, how it ended) once the server ended on its own; None while it runs."""
-        if isinstance(self._runner, TritonProcess):
-            assert self._runner.proc is not None
-            code = self._runner.proc.poll()
-            return None if code is None else (code, describe_exit(code))
-        ended = self._runner.ended()
-        return None if ended is None else (ended[0], exit_words(*ended))
-
-    def _wait_started(self, plan: ServePlan) -> None:
-        log = self._runner.log
-        assert log is not None
-        assert self._urls is not None
-        ping = f"{self._urls.sagemaker}/ping"
-        model = plan.default_model or ""
-
-        def check() -> Poll:
-            log.read_new()
-            ended = self._ended()
-            if ended is not None:
-                self._raise_exited(*ended, model=model, plan=plan)
-            if not any(_FRONTEND_STARTED in line for line in log.lines()):
-                return Poll(False, f"loading {model}")
-            try:
-                fetch_text(ping, timeout=2.0)
-            except ServerError as exc:
-                return Poll(False, str(exc))
-            return Poll(True, "/ping answered 200")
-
-        wait_until(
-            check,
-            timeout=self.startup_timeout,
-            what="sagemaker-local tritonserver",
-            interval=0.1,
-            progress=self.progress,
-            log_tail=self.log_tail,
-        )
-
-    def _raise_exited(self, code: int, how: str, *, model: str, plan: ServePlan) -> None:
-        assert self._runner.log is not None
-        lines = self._runner.log.lines()
-        # model namespacing names models "<repository>::<model>" in the log
-        repository = plan.flag("--model-repository") or ""
-        names = [f"{repository}::{model}", f"{repository.rstrip('/')}::{model}", model]
-        reason = next((found for name in names if (found := model_failure_reason(lines, name))), "")
-        if reason:
-            raise ModelLoadError(model, reason, log_tail=self.log_tail())
-        raise ServerStartError(
-            f"tritonserver (sagemaker-local) {how}: {server_error(lines) or 'see the log'}",
-            exit_code=code,
-            log_tail=self.log_tail(),
-        )
-
-    def stop(self) -> None:
-        """Stop the server (its python stubs and shared memory, or its container) and remove the work folder."""
-        self._runner.stop(self.stop_timeout)
-
-    # -- queries ---------------------------------------------------------------------------------------
-
-    @property
-    def urls(self) -> ServerUrls:
-        """Only ``sagemaker`` (``/ping``, ``/invocations``), plus gRPC/metrics where the variables turn them on."""
-        if self._urls is None:
-            raise ServerError("SageMakerLocalLauncher is not started; call start() first")
-        return self._urls
-
-    def logs(self) -> str:
-        return self._runner.logs()
-
-    def log_tail(self, lines: int = 50) -> str:
-        return self._runner.log_tail(lines)
-
-    def exit_status(self) -> str | None:
-        return self._runner.exit_status()
-
-    def check_alive(self) -> None:
-        self._runner.check_alive()
-
     def transport(self, protocol: InferenceEndpoint = "sagemaker", *, binary: bool = True) -> SageMakerTransport:
         """The ``/invocations`` transport for the default model (inputs read from its config.pbtxt)."""
         from pytest_triton.client.transports import SageMakerTransport
@@ -460,16 +258,176 @@ class SageMakerLocalLauncher(StartedInWith):
 
         if protocol != "sagemaker":
             raise ConfigError(f"protocol={protocol!r}: sagemaker-local serves only 'sagemaker' (/invocations)")
-        specs = model_input_specs(self.model_dir, self.default_model)
         url = self.urls.sagemaker
         assert url is not None
-        return SageMakerTransport(url, specs, binary=binary)
+        return SageMakerTransport(url, model_input_specs(self.model_dir, self.default_model), binary=binary)
 
-    def __repr__(self) -> str:
-        return f"SageMakerLocalLauncher(source={str(self.source)!r}, urls={self._urls})"
+    # -- what differs from the other launchers -----------------------------------------------------------
+
+    def _repository(self, model_dir: Path) -> str | Path:
+        """The repository as the server sees it: /opt/ml/model/ in the container, the work folder here."""
+        return SINGLE_MODEL_REPOSITORY if self.container is not None else model_dir
+
+    def _launch(self, prepared: Prepared, attempt: int) -> None:
+        """Start Triton as the container would: the serve script's command line from the environment."""
+        env = self.container_env()
+        placed = free_ports_env(env, self._runner())
+        if placed:
+            self.notes.append("ports chosen here: " + ", ".join(f"{k}={v}" for k, v in placed.items()))
+        env.update(placed)
+        loopback, bound = loopback_env(env)
+        if bound:
+            self.notes.append(f"{' and '.join(bound)} bound to {LOCALHOST}")
+        env.update(loopback)
+        gpus = _gpu_count() if self.has_gpu else 0
+        layout = RepositoryLayout.of(self.model_dir)
+        plan = self.plan = serve_plan(env, layout, gpu_count=gpus, model_repository=self._repository(self.model_dir))
+        assert plan.default_model is not None
+        env["SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"] = plan.default_model  # the script exports it
+        self._urls = _urls(plan)
+        if isinstance(self.runner, TritonProcess):
+            binary = self.binary
+            self.command = [str(binary.path), *plan.args, *self.runner.binary_flags(binary)]
+            self.runner.spawn(self.command, {**binary.environ(), **env}, "tritonserver.log")
+        elif self.container is not None:
+            self.command = ["serve"] if self.container.facts().serve_script else ["tritonserver", *plan.args]
+            self.container.run(self.command, env, mounts={self.model_dir: MODEL_MOUNT})
+
+    def _wait_ready(self, prepared: Prepared, budget: Budget) -> None:
+        """Ready: the SageMaker frontend started (read from the log) and ``/ping`` answers 200."""
+        log = self._runner().log
+        assert log is not None
+        ping = f"{self.urls.sagemaker}/ping"
+
+        def check() -> Poll:
+            log.read_new()
+            self._check_running()
+            if not any(_FRONTEND_STARTED in line for line in log.lines()):
+                return Poll(False, f"loading {self.default_model}")
+            try:
+                fetch_text(ping, timeout=2.0)
+            except ServerError as exc:
+                return Poll(False, str(exc))
+            return Poll(True, "/ping answered 200")
+
+        what, tail = "sagemaker-local tritonserver", self.log_tail
+        wait_until(check, timeout=budget.left(), what=what, interval=0.1, progress=self.progress, log_tail=tail)
+
+    def _start_failure(self, code: int, how: str, lines: list[str]) -> Exception:
+        """ModelLoadError where the log names why the default model failed, else ServerStartError."""
+        assert self.plan is not None
+        # model namespacing names models "<repository>::<model>" in the log
+        repository, model = self.plan.flag("--model-repository") or "", self.default_model
+        names = [f"{repository}::{model}", f"{repository.rstrip('/')}::{model}", model]
+        reason = next((found for name in names if (found := model_failure_reason(lines, name))), "")
+        if reason:
+            return ModelLoadError(model, reason, log_tail=self.log_tail())
+        return ServerStartError(
+            f"tritonserver (sagemaker-local) {how}: {server_error(lines) or 'see the log'}",
+            exit_code=code,
+            log_tail=self.log_tail(),
+        )
+
+    def _describe(self) -> str:
+        return f"source={str(self.source)!r}, urls={self._urls}"
 
 
-def _urls(plan: ServePlan, env: Mapping[str, str]) -> ServerUrls:
+def is_archive(path: Path) -> bool:
+    """Whether ``path`` names a model archive (``.tar.gz``, ``.tgz``, ``.tar``) rather than a folder."""
+    return path.name.endswith((".tar.gz", ".tgz", ".tar"))
+
+
+def _container(
+    image: str | TritonContainer | None, *, gpu: bool, progress: ProgressCallback | None
+) -> TritonContainer | None:
+    """The container to run in (None: a process here); sagemaker-local's runs on the host network."""
+    if isinstance(image, str):
+        image = TritonContainer(image, gpus=gpu, progress=progress)
+    if image is not None:
+        image.what = "sagemaker-local container"
+        if image.network != "host":
+            raise ConfigError(
+                f"network={image.network!r}: sagemaker-local runs its container on the host network (ports "
+                "chosen here become SAGEMAKER_BIND_TO_PORT); drop --triton-setting network=bridge"
+            )
+    return image
+
+
+def unpack_as_sagemaker(source: Path, model_dir: Path) -> Path:
+    """Unpack a model.tar.gz (or copy a folder as its archive would hold it) into ``model_dir``, as SageMaker does."""
+    if not source.exists():
+        raise ConfigError(f"{str(source)!r} does not exist; pass a model.tar.gz or a repository folder")
+    if is_archive(source):
+        unpack_model_archive(source, model_dir)
+    elif source.is_dir():
+        # as the packaged archive would hold it: nothing hidden (.env, .git), no sidecar
+        ignore = shutil.ignore_patterns(".*", FOLDER_SIDECAR, "__pycache__")
+        shutil.copytree(source, model_dir, symlinks=False, ignore=ignore)
+    else:
+        raise ConfigError(f"{str(source)!r} is neither a model.tar.gz nor a repository folder")
+    return model_dir
+
+
+def adapt_here(model_dir: Path, backends: frozenset[str], gpu: bool) -> list[Any]:
+    """Adapt the ONNX models of ``model_dir`` for this machine's binary where it has no onnxruntime backend."""
+    from pytest_triton.repository.onnx_adapter import AdapterTarget
+    from pytest_triton.repository.onnx_adapter import adapt_repository
+    from pytest_triton.repository.onnx_adapter import onnx_models
+
+    if "onnxruntime" in backends or not onnx_models(model_dir):
+        return []
+    return list(adapt_repository(model_dir, AdapterTarget.this_environment(backends, gpu)))
+
+
+def container_note(container: TritonContainer) -> str:
+    facts = container.facts()
+    how = (
+        f"started by the image's own serve script ({facts.serve_script}), as SageMaker starts it"
+        if facts.serve_script
+        else "the image has no serve script on its PATH: started with the command line that script derives"
+    )
+    return f"sagemaker-local in a container of {container.image} (archive read-only at {MODEL_MOUNT}); {how}"
+
+
+def free_ports_env(env: Mapping[str, str], runner: Runner) -> dict[str, str]:
+    """Free ports for the frontends the container would open and ``env`` does not place, as the variables
+    that name them (the runner releases them)."""
+    wanted = ["SAGEMAKER_BIND_TO_PORT"]
+    if env.get("SAGEMAKER_TRITON_ALLOW_GRPC") == "true":
+        wanted.append("SAGEMAKER_TRITON_GRPC_PORT")
+    if env.get("SAGEMAKER_TRITON_ALLOW_METRICS") == "true":
+        wanted.append("SAGEMAKER_TRITON_METRICS_PORT")
+    missing = [name for name in wanted if not env.get(name)]
+    if not missing:
+        return {}
+    reservation = runner.ports = reserve_ports(len(missing))
+    return dict(zip(missing, (str(p) for p in reservation.ports)))
+
+
+def loopback_env(env: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """``SAGEMAKER_TRITON_ADDITIONAL_ARGS`` with 127.0.0.1 for the gRPC and metrics frontends the variables turn
+    on (they bind 0.0.0.0 otherwise; an address the user gave there is kept), and the frontends so bound."""
+    given = env.get("SAGEMAKER_TRITON_ADDITIONAL_ARGS", "")
+    bound = [
+        frontend
+        for frontend, variable in (
+            ("grpc", "SAGEMAKER_TRITON_ALLOW_GRPC"),
+            ("metrics", "SAGEMAKER_TRITON_ALLOW_METRICS"),
+        )
+        if env.get(variable) == "true" and f"--{frontend}-address" not in given
+    ]
+    if not bound:
+        return {}, []
+    added = [f"--{frontend}-address={LOCALHOST}" for frontend in bound]
+    return {"SAGEMAKER_TRITON_ADDITIONAL_ARGS": " ".join([given, *added]).strip()}, bound
+
+
+def _sagemaker_port_of(plan: ServePlan) -> int:
+    value = plan.flag("--sagemaker-port")
+    return int(value) if value else 8080
+
+
+def _urls(plan: ServePlan) -> ServerUrls:
     grpc = f"{LOCALHOST}:{plan.flag('--grpc-port') or 8001}" if plan.flag("--allow-grpc") == "true" else None
     metrics = None
     if plan.flag("--allow-metrics") == "true":
