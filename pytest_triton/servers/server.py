@@ -33,6 +33,7 @@ from pytest_triton.client.urls import ServerUrls
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
+from pytest_triton.model_archive import DEFAULT_MODEL_ENV
 from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.control import ModelControl
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from typing import Self
 
     from pytest_triton.client.transports import Transport
+    from pytest_triton.repository.onnx_adapter import AdaptedModel
 
 # Triton 2.51: "failed to start HTTP service: Unavailable - Socket '127.0.0.1:8000' already in use"
 PORT_IN_USE = re.compile(r"failed to start .*already in use")
@@ -142,6 +144,18 @@ def exit_reason(lines: list[str], tail: str) -> tuple[str, str]:
         return last_error(lines) or "no error line in its log", tail
     before = [line for line in lines[:usage] if line.strip()]
     return (before[-1] if before else "it printed its usage: an argument was rejected"), "\n".join(before[-50:])
+
+
+def adapt_for_backends(folder: Path, backends: frozenset[str], gpu: bool) -> list[AdaptedModel]:
+    """Adapt the ONNX models of the staged ``folder`` for a server on this machine without the onnxruntime
+    backend (the python-backend adapter, placed for this machine's GPUs); none where it has that backend."""
+    from pytest_triton.repository.onnx_adapter import AdapterTarget
+    from pytest_triton.repository.onnx_adapter import adapt_repository
+    from pytest_triton.repository.onnx_adapter import onnx_models
+
+    if "onnxruntime" in backends or not onnx_models(folder):
+        return []
+    return list(adapt_repository(folder, AdapterTarget.this_environment(backends, gpu)))
 
 
 class Budget:
@@ -359,6 +373,14 @@ class ServerBase:
         p = ports.ports
         self._urls = ServerUrls.local(p[0], p[1], p[2], p[3] if self.sagemaker else None)
         return p
+
+    def _server_env(self, prepared: Prepared, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """``base``, then the default model as the SageMaker Triton image's serve script sets it (one model,
+        with the SageMaker frontend), then ``env``."""
+        env = dict(base or {})
+        if self.sagemaker and len(prepared.models) == 1:
+            env.setdefault(DEFAULT_MODEL_ENV, prepared.models[0])
+        return {**env, **self.env}
 
     def _check_running(self) -> None:
         """While waiting: raise what :meth:`_start_failure` makes of a server that has ended."""

@@ -35,7 +35,6 @@ from pytest_triton.client.rest import TritonRest
 from pytest_triton.client.rest import fetch_text
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
-from pytest_triton.model_archive import DEFAULT_MODEL_ENV
 from pytest_triton.repository.layout import model_folders
 from pytest_triton.repository.layout import require_folder
 from pytest_triton.servers.base import Prepared
@@ -177,8 +176,6 @@ class DockerLauncher(ServerBase):
         self._prepared = Prepared(Path(source), folder, tuple(models), tuple(adapted), notes, CONTAINER_REPOSITORY)
         return self._prepared
 
-    # -- what differs from the other launchers ---------------------------------------------------------
-
     def _launch(self, prepared: Prepared, attempt: int) -> None:
         ports = self._local_ports()
         host_network = self.container.network == "host"
@@ -192,9 +189,7 @@ class DockerLauncher(ServerBase):
             exit_timeout=self.exit_timeout,
         )
         self.command = ["tritonserver", *args, *self.extra_args]
-        env = dict(self.env)
-        if self.sagemaker and len(prepared.models) == 1:  # what the SageMaker Triton image's serve script does
-            env.setdefault(DEFAULT_MODEL_ENV, prepared.models[0])
+        env = self._server_env(prepared)
         endpoints = ["http", "grpc", "metrics", "sagemaker"][: len(ports)]
         self.container.run(
             self.command,

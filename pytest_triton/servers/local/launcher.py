@@ -20,9 +20,9 @@ import os
 from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
-from typing import Any
 from typing import ClassVar
 from typing import final
 
@@ -32,7 +32,6 @@ from pytest_triton.errors import ModelLoadError
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
 from pytest_triton.hardware import gpu_visible
-from pytest_triton.model_archive import DEFAULT_MODEL_ENV
 from pytest_triton.repository.layout import model_folders
 from pytest_triton.repository.layout import require_folder
 from pytest_triton.repository.layout import stage_copy
@@ -48,6 +47,7 @@ from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.logs import server_error
 from pytest_triton.servers.server import Budget
 from pytest_triton.servers.server import ServerBase
+from pytest_triton.servers.server import adapt_for_backends
 from pytest_triton.servers.server import tritonserver_args
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
@@ -121,8 +121,6 @@ class LocalLauncher(ServerBase):
         self.auto_complete_config = auto_complete_config
         self.exit_timeout = exit_timeout
         self._binary_arg = binary
-        self._binary: TritonBinary | None = None
-        self._has_gpu: bool | None = None
 
     @classmethod
     def from_options(
@@ -142,24 +140,20 @@ class LocalLauncher(ServerBase):
             progress=options.progress,
         )
 
-    @property
+    @cached_property
     def binary(self) -> TritonBinary:
         """The tritonserver binary this launcher runs (found on first use)."""
-        if self._binary is None:
-            self._binary = resolve_binary(self._binary_arg)
-        return self._binary
+        return resolve_binary(self._binary_arg)
 
     @property
     def backends(self) -> frozenset[str]:
         """The backends of the binary's backend folder, e.g. ``{"python"}`` for nvidia-pytriton's."""
         return self.binary.backends
 
-    @property
+    @cached_property
     def has_gpu(self) -> bool:
         """Whether a GPU is visible to the server."""
-        if self._has_gpu is None:
-            self._has_gpu = gpu_visible()
-        return self._has_gpu
+        return gpu_visible()
 
     @property
     def control(self) -> ModelControl:
@@ -183,20 +177,12 @@ class LocalLauncher(ServerBase):
 
     def prepare(self, source: Path) -> Prepared:
         """Stage ``source`` into this launcher's work folder and adapt its ONNX models where needed."""
-        from pytest_triton.repository.onnx_adapter import AdapterTarget
-        from pytest_triton.repository.onnx_adapter import adapt_repository
-        from pytest_triton.repository.onnx_adapter import onnx_models
-
         require_folder(Path(source), "model repository")
         folder = stage_copy(Path(source), self._process.workdir() / "repository")
-        adapted: list[Any] = []
-        if "onnxruntime" not in self.backends and onnx_models(folder):
-            adapted = adapt_repository(folder, AdapterTarget.this_environment(self.backends, self.has_gpu))
+        adapted = adapt_for_backends(folder, self.backends, self.has_gpu)
         models = model_folders(folder) if self.models is None else self.models
         self._prepared = Prepared(Path(source), folder, tuple(models), tuple(adapted))
         return self._prepared
-
-    # -- what differs from the other launchers ---------------------------------------------------------
 
     def _check_startable(self) -> None:
         if self.gpu and not self.has_gpu:
@@ -216,10 +202,8 @@ class LocalLauncher(ServerBase):
         if not self.auto_complete_config:
             self.command.append("--disable-auto-complete-config")
         self.command += self.extra_args
-        env = binary.environ()
-        if self.sagemaker and len(prepared.models) == 1:  # what the SageMaker Triton image's serve script does
-            env.setdefault(DEFAULT_MODEL_ENV, prepared.models[0])
-        self._process.spawn(self.command, {**env, **self.env}, f"tritonserver-{attempt}.log")
+        env = self._server_env(prepared, binary.environ())
+        self._process.spawn(self.command, env, f"tritonserver-{attempt}.log")
 
     def _wait_ready(self, prepared: Prepared, budget: Budget) -> None:
         """Ready: every frontend started (read from the log, which is cheap: polled every 50 ms), every

@@ -29,9 +29,9 @@ import os
 import shutil
 from collections.abc import Mapping
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
-from typing import Any
 from typing import ClassVar
 from typing import final
 
@@ -70,6 +70,7 @@ from pytest_triton.servers.ports import reserve_ports
 from pytest_triton.servers.server import Budget
 from pytest_triton.servers.server import Runner
 from pytest_triton.servers.server import ServerBase
+from pytest_triton.servers.server import adapt_for_backends
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress
@@ -82,6 +83,10 @@ if TYPE_CHECKING:
 
 _FRONTEND_STARTED = "Started Sagemaker HTTPService"
 MODEL_MOUNT = SINGLE_MODEL_REPOSITORY.rstrip("/")  # where SageMaker puts the unpacked model.tar.gz
+_MULTI_MODEL = (
+    "SAGEMAKER_MULTI_MODEL=true: multi-model endpoints load models per request from S3, which "
+    "sagemaker-local does not emulate; test each model as a single-model archive"
+)
 
 
 @final
@@ -134,7 +139,6 @@ class SageMakerLocalLauncher(ServerBase):
         self.notes: list[str] = []
         self.plan: ServePlan | None = None
         self._binary_arg = binary
-        self._binary: TritonBinary | None = None
         self._model_dir: Path | None = None
 
     @classmethod
@@ -181,12 +185,10 @@ class SageMakerLocalLauncher(ServerBase):
         """None: the container serves only /ping and /invocations, with no model control."""
         return None
 
-    @property
+    @cached_property
     def binary(self) -> TritonBinary:
         """The tritonserver binary (found on first use, as the local launcher finds it)."""
-        if self._binary is None:
-            self._binary = resolve_binary(self._binary_arg)
-        return self._binary
+        return resolve_binary(self._binary_arg)
 
     @property
     def backends(self) -> frozenset[str]:
@@ -232,17 +234,14 @@ class SageMakerLocalLauncher(ServerBase):
         model_dir = unpack_as_sagemaker(self.source, self._runner().workdir() / "model")
         env = self.container_env()
         if env.get("SAGEMAKER_MULTI_MODEL") == "true":
-            raise ConfigError(
-                "SAGEMAKER_MULTI_MODEL=true: multi-model endpoints load models per request from S3, which "
-                "sagemaker-local does not emulate; test each model as a single-model archive"
-            )
+            raise ConfigError(_MULTI_MODEL)
         # the serve script's checks run on what SageMaker unpacked, before any adaptation
         self.plan = serve_plan(env, RepositoryLayout.of(model_dir), model_repository=self._repository(model_dir))
         if self.container is not None:
             adapted = adapt_for_image(model_dir, self.container.facts(), gpu=self.container.gpu)
             self.notes.append(container_note(self.container))
         else:
-            adapted = adapt_here(model_dir, self.backends, self.has_gpu)
+            adapted = adapt_for_backends(model_dir, self.backends, self.has_gpu)
         self._model_dir = model_dir
         self.notes += list(self.plan.warnings)
         assert self.plan.default_model is not None
@@ -261,8 +260,6 @@ class SageMakerLocalLauncher(ServerBase):
         url = self.urls.sagemaker
         assert url is not None
         return SageMakerTransport(url, model_input_specs(self.model_dir, self.default_model), binary=binary)
-
-    # -- what differs from the other launchers -----------------------------------------------------------
 
     def _repository(self, model_dir: Path) -> str | Path:
         """The repository as the server sees it: /opt/ml/model/ in the container, the work folder here."""
@@ -314,19 +311,8 @@ class SageMakerLocalLauncher(ServerBase):
         wait_until(check, timeout=budget.left(), what=what, interval=0.1, progress=self.progress, log_tail=tail)
 
     def _start_failure(self, code: int, how: str, lines: list[str]) -> Exception:
-        """ModelLoadError where the log names why the default model failed, else ServerStartError."""
         assert self.plan is not None
-        # model namespacing names models "<repository>::<model>" in the log
-        repository, model = self.plan.flag("--model-repository") or "", self.default_model
-        names = [f"{repository}::{model}", f"{repository.rstrip('/')}::{model}", model]
-        reason = next((found for name in names if (found := model_failure_reason(lines, name))), "")
-        if reason:
-            return ModelLoadError(model, reason, log_tail=self.log_tail())
-        return ServerStartError(
-            f"tritonserver (sagemaker-local) {how}: {server_error(lines) or 'see the log'}",
-            exit_code=code,
-            log_tail=self.log_tail(),
-        )
+        return start_failure(self.plan, self.default_model, code, how, lines, self.log_tail())
 
     def _describe(self) -> str:
         return f"source={str(self.source)!r}, urls={self._urls}"
@@ -368,17 +354,6 @@ def unpack_as_sagemaker(source: Path, model_dir: Path) -> Path:
     return model_dir
 
 
-def adapt_here(model_dir: Path, backends: frozenset[str], gpu: bool) -> list[Any]:
-    """Adapt the ONNX models of ``model_dir`` for this machine's binary where it has no onnxruntime backend."""
-    from pytest_triton.repository.onnx_adapter import AdapterTarget
-    from pytest_triton.repository.onnx_adapter import adapt_repository
-    from pytest_triton.repository.onnx_adapter import onnx_models
-
-    if "onnxruntime" in backends or not onnx_models(model_dir):
-        return []
-    return list(adapt_repository(model_dir, AdapterTarget.this_environment(backends, gpu)))
-
-
 def container_note(container: TritonContainer) -> str:
     facts = container.facts()
     how = (
@@ -404,21 +379,27 @@ def free_ports_env(env: Mapping[str, str], runner: Runner) -> dict[str, str]:
     return dict(zip(missing, (str(p) for p in reservation.ports)))
 
 
+def start_failure(plan: ServePlan, model: str, code: int, how: str, lines: list[str], tail: str) -> Exception:
+    """What a server that ended before ``/ping`` answered raises: ModelLoadError where the log names why the
+    default model failed (model namespacing names it "<repository>::<model>"), else ServerStartError."""
+    repository = plan.flag("--model-repository") or ""
+    names = [f"{repository}::{model}", f"{repository.rstrip('/')}::{model}", model]
+    reason = next((found for name in names if (found := model_failure_reason(lines, name))), "")
+    if reason:
+        return ModelLoadError(model, reason, log_tail=tail)
+    error = server_error(lines) or "see the log"
+    return ServerStartError(f"tritonserver (sagemaker-local) {how}: {error}", exit_code=code, log_tail=tail)
+
+
 def loopback_env(env: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     """``SAGEMAKER_TRITON_ADDITIONAL_ARGS`` with 127.0.0.1 for the gRPC and metrics frontends the variables turn
     on (they bind 0.0.0.0 otherwise; an address the user gave there is kept), and the frontends so bound."""
     given = env.get("SAGEMAKER_TRITON_ADDITIONAL_ARGS", "")
-    bound = [
-        frontend
-        for frontend, variable in (
-            ("grpc", "SAGEMAKER_TRITON_ALLOW_GRPC"),
-            ("metrics", "SAGEMAKER_TRITON_ALLOW_METRICS"),
-        )
-        if env.get(variable) == "true" and f"--{frontend}-address" not in given
-    ]
+    switches = (("grpc", "SAGEMAKER_TRITON_ALLOW_GRPC"), ("metrics", "SAGEMAKER_TRITON_ALLOW_METRICS"))
+    bound = [name for name, variable in switches if env.get(variable) == "true" and f"--{name}-address" not in given]
     if not bound:
         return {}, []
-    added = [f"--{frontend}-address={LOCALHOST}" for frontend in bound]
+    added = [f"--{name}-address={LOCALHOST}" for name in bound]
     return {"SAGEMAKER_TRITON_ADDITIONAL_ARGS": " ".join([given, *added]).strip()}, bound
 
 
