@@ -19,6 +19,8 @@ from typing import NoReturn
 
 import pytest
 
+from pytest_triton.errors import ContractFailure
+
 if TYPE_CHECKING:
     from pytest_triton.bench.session import TritonBench
     from pytest_triton.contracts import ContractRun
@@ -34,10 +36,6 @@ class ContractsState:
 
 
 CONTRACTS_KEY = pytest.StashKey[ContractsState]()
-
-
-class ContractFailure(Exception):
-    """A contract item failed; the message is the whole report (variant, output, worst element)."""
 
 
 def load_contracts(config: pytest.Config) -> None:

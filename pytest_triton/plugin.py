@@ -1,7 +1,8 @@
 """pytest hooks of pytest-triton: options, markers, lint items, fixtures and the summary.
 
-Keep this module light: nothing heavy (tritonclient, onnxruntime, docker, boto3) is imported
-here; fixtures import launchers and clients when a test asks for them.
+Keep this module light: it imports the project's own light modules at the top, and nothing heavy
+(tritonclient, onnxruntime, docker, boto3, hypothesis, numpy): those are imported where a launcher, a
+client or a measurement uses them.
 """
 
 from __future__ import annotations
@@ -10,23 +11,40 @@ import contextlib
 from collections.abc import Generator
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_triton import options
 from pytest_triton.baseline_items import add_options as add_baseline_options
+from pytest_triton.bench.session import TritonBench
+from pytest_triton.client.triton import TritonClients
+from pytest_triton.cloud.metrics import SplitWindow
+from pytest_triton.cloud.metrics_wait import read_splits
+from pytest_triton.contract_items import add_late_notes
 from pytest_triton.contract_items import contract_collectors
 from pytest_triton.contract_items import load_contracts
+from pytest_triton.contract_items import summary_lines as contract_lines
+from pytest_triton.contract_items import write_contracts_report
+from pytest_triton.errors import ConfigError
+from pytest_triton.errors import PytestTritonError
+from pytest_triton.hardware import require_gpu
 from pytest_triton.lint_items import lint_collectors
-
-if TYPE_CHECKING:
-    from pytest_triton.bench.session import TritonBench
-    from pytest_triton.client.triton import TritonClients
-    from pytest_triton.repository.builder import RepositoryBuilder
-    from pytest_triton.servers.base import TritonLauncher
-    from pytest_triton.serving import TritonServerFactory
-    from pytest_triton.session_state import SessionState
+from pytest_triton.properties import machine_info as triton_machine_info
+from pytest_triton.properties import record_bench_properties
+from pytest_triton.repository.builder import RepositoryBuilder
+from pytest_triton.servers.base import TritonServer
+from pytest_triton.servers.docker.owners import begin_session_run
+from pytest_triton.servers.docker.owners import end_of_run
+from pytest_triton.servers.docker.owners import end_session_run
+from pytest_triton.servers.docker.owners import run_id
+from pytest_triton.serving import TritonServerFactory
+from pytest_triton.serving import attach_server_logs
+from pytest_triton.serving import check_launcher
+from pytest_triton.serving import session_bench
+from pytest_triton.serving import summary_lines
+from pytest_triton.session_state import BENCH_KEY
+from pytest_triton.session_state import SessionState
+from pytest_triton.session_state import session_state
 
 MARKERS = {
     "triton_gpu": "Test needs a GPU; runs only with --triton-gpu (short form --gpu)",
@@ -64,8 +82,6 @@ _RUN_KEY = pytest.StashKey[tuple[str, "str | None"]]()  # (this session's run id
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
-    from pytest_triton.servers.docker.owners import begin_session_run
-    from pytest_triton.servers.docker.owners import run_id
 
     if hasattr(config, "workerinput"):
         run_id()  # an xdist worker shares its controller's run (from the environment)
@@ -73,18 +89,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_RUN_KEY] = begin_session_run()
     options.check(config)
     if options.flag(config, "triton_gpu"):
-        from pytest_triton.errors import PytestTritonError
-        from pytest_triton.hardware import require_gpu
-
         try:
             require_gpu()
         except PytestTritonError as exc:
             raise pytest.UsageError(str(exc)) from exc
-    from pytest_triton.errors import ConfigError
 
     try:  # an unknown launcher or setting fails before any test runs, listing the known ones
-        from pytest_triton.serving import check_launcher
-
         check_launcher(config)
         if options.text(config, "triton_budgets"):  # a named budget file is checked before any test runs
             _bench(config)
@@ -96,20 +106,14 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput") or _RUN_KEY not in config.stash:  # a worker: its controller cleans up
         return
-    from pytest_triton.servers.docker.owners import end_session_run
 
     run, previous = config.stash[_RUN_KEY]
     if options.launcher_name(config) == "docker":  # this session's containers: its own, and those of its dead workers
-        from pytest_triton.servers.docker.owners import end_of_run
-
         end_of_run(run)
     end_session_run(previous)
 
 
 def _bench(config: pytest.Config) -> TritonBench:
-    from pytest_triton.serving import session_bench
-    from pytest_triton.session_state import BENCH_KEY
-
     if BENCH_KEY not in config.stash:
         config.stash[BENCH_KEY] = session_bench(config)
     return config.stash[BENCH_KEY]
@@ -147,8 +151,6 @@ def triton_repository(tmp_path: Path) -> RepositoryBuilder:
     Add ONNX models, python models, ensembles and TensorRT plans; configs are written through
     Triton's own schema and the result is linted before any server can start on it.
     """
-    from pytest_triton.repository.builder import RepositoryBuilder
-
     return RepositoryBuilder(tmp_path / "model_repository")
 
 
@@ -159,11 +161,8 @@ def triton_server_factory(
     """Start Triton servers for repositories built in tests; every server is stopped at the end.
 
     ``triton_server_factory.start(repository)`` serves a repository with the session's launcher
-    (``--triton-launcher``) and returns it once ready; ``launcher.transport()`` reaches it.
+    (``--triton-launcher``) and returns it once ready; ``server.transport()`` and ``server.clients()`` reach it.
     """
-    from pytest_triton.errors import ConfigError
-    from pytest_triton.serving import TritonServerFactory
-
     try:
         factory = TritonServerFactory.from_config(request.config, tmp_path_factory.mktemp("triton-staging"))
     except ConfigError as exc:
@@ -175,27 +174,20 @@ def triton_server_factory(
 
 
 @pytest.fixture(scope="session")
-def triton_server(request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory) -> TritonLauncher:
+def triton_server(request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory) -> TritonServer:
     """The session's Triton server, serving ``--triton-repository`` (or ini ``triton_repository``)."""
     return triton_server_factory.session_server(request.config)
 
 
 @pytest.fixture
-def triton_client(request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory) -> TritonClients:
-    """tritonclient HTTP and gRPC clients for the session's server, or else the newest one the test started.
+def triton_client(triton_server: TritonServer) -> TritonClients:
+    """tritonclient HTTP and gRPC clients for the session's server, ``triton_server``.
 
-    With ``--triton-repository`` they are bound to ``triton_server`` at setup: a server that has crashed fails
-    the test there, saying how it ended, instead of "connection refused". Without it they bind, when first
-    used, to the newest server ``triton_server_factory`` started.
+    A server that has crashed fails the test here, at setup, saying how it ended, instead of "connection
+    refused". A server a test starts itself hands out its own: ``triton_server_factory.start(PATH).clients()``.
     """
-    from pytest_triton.client.triton import TritonClients
-
-    config = request.config
-    if triton_server_factory.configured_repository(config) or triton_server_factory.launcher == "url":
-        server = triton_server_factory.session_server(config)
-        server.check_alive()
-        return TritonClients.connect(server)
-    return TritonClients(lambda: triton_server_factory.default_server(config))
+    triton_server.check_alive()
+    return TritonClients.connect(triton_server)
 
 
 @pytest.fixture(scope="session")
@@ -209,7 +201,6 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    from pytest_triton.serving import attach_server_logs
 
     attach_server_logs(item, report)
     return report
@@ -219,7 +210,6 @@ def pytest_runtest_makereport(
 def pytest_fixture_setup(fixturedef: pytest.FixtureDef[object], request: pytest.FixtureRequest) -> Generator[None]:
     # servers started while a fixture is set up belong to it: a failing test gets the logs of the servers
     # its fixtures started, not of every server in the session
-    from pytest_triton.session_state import session_state
 
     with _owner(session_state(request.config), fixturedef.argname):
         return (yield)
@@ -227,9 +217,6 @@ def pytest_fixture_setup(fixturedef: pytest.FixtureDef[object], request: pytest.
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None]:
-    from pytest_triton.properties import record_bench_properties
-    from pytest_triton.session_state import session_state
-
     try:
         with _owner(session_state(item.config), item.nodeid):
             return (yield)
@@ -239,8 +226,6 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None]:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict[str, object]) -> None:
-    from pytest_triton.properties import machine_info as triton_machine_info
-
     triton_machine_info(config, machine_info)
 
 
@@ -256,14 +241,9 @@ def _owner(state: SessionState, name: str) -> Iterator[None]:
 def _read_late_notes(terminalreporter: pytest.TerminalReporter, config: pytest.Config, exitstatus: int) -> None:
     """Read what the latency results could only get after the tests (CloudWatch's split of each SageMaker
     window), waiting up to --triton-cloud-metrics-wait; an interrupted session reads once and does not wait."""
-    from pytest_triton.session_state import BENCH_KEY
-
     bench = config.stash.get(BENCH_KEY, None)
     if bench is None or not bench.late:
         return
-    from pytest_triton.cloud.metrics import SplitWindow
-    from pytest_triton.cloud.metrics_wait import read_splits
-    from pytest_triton.contract_items import add_late_notes
 
     windows = [late for _, late in bench.late if isinstance(late, SplitWindow)]  # the only kind made today
     wait = 0.0 if exitstatus == pytest.ExitCode.INTERRUPTED else options.number(config, "triton_cloud_metrics_wait")
@@ -285,10 +265,6 @@ def _read_late_notes(terminalreporter: pytest.TerminalReporter, config: pytest.C
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
     _read_late_notes(terminalreporter, config, exitstatus)
-    from pytest_triton.contract_items import summary_lines as contract_lines
-    from pytest_triton.contract_items import write_contracts_report
-    from pytest_triton.serving import summary_lines
-    from pytest_triton.session_state import BENCH_KEY
 
     lines = summary_lines(config)
     if lines:

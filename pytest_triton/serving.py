@@ -11,8 +11,6 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable
-from collections.abc import Mapping
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
@@ -23,7 +21,7 @@ import pytest
 from pytest_triton import options
 from pytest_triton.errors import ConfigError
 from pytest_triton.servers.base import ServeOptions
-from pytest_triton.servers.base import TritonLauncher
+from pytest_triton.servers.base import TritonServer
 from pytest_triton.servers.factory import ServerFactory
 from pytest_triton.servers.logs import without_gpu_noise
 from pytest_triton.session_state import STATE_KEY
@@ -123,39 +121,19 @@ def _resolve(config: pytest.Config, value: str, *, from_ini: bool) -> Path:
 
 
 @final
-class TritonServerFactory:
-    """Starts Triton servers on repositories with the session's launcher; every one is stopped at the end.
+class TritonServerFactory(ServerFactory):
+    """The session's :class:`~pytest_triton.servers.factory.ServerFactory` (``triton_server_factory``): starts
+    Triton servers on repositories with the session's launcher; every one is stopped at the end.
 
-    ``start(repository)`` returns the launcher once the server and its models are ready; the launcher says
-    what it changed to serve the repository (``launcher.prepared``) and gives the transport that reaches it
-    (``launcher.transport()``).
+    ``start(repository)`` returns the server once it and its models are ready; the server says what it
+    changed to serve the repository (``server.prepared``) and hands out what reaches it (``server.transport()``,
+    ``server.clients()``). Each server is recorded for the reports: which fixture or test started it.
     """
 
     def __init__(self, launcher: str, options: ServeOptions, state: SessionState) -> None:
+        super().__init__(launcher, options)
         self.state = state
-        self._factory = ServerFactory(launcher, options)
-        self._session: TritonLauncher | None = None
-
-    @property
-    def launcher(self) -> str:
-        """The name of the launcher this factory uses."""
-        return self._factory.launcher_name
-
-    @property
-    def serves_existing(self) -> bool:
-        """Whether the launcher was pointed at a server that exists already (``--triton-url``, ``--cloud
-        --endpoint NAME``): the session's server then needs no repository (an endpoint's comes from its model)."""
-        needs_repository = getattr(self.launcher_type, "needs_repository", None)
-        return needs_repository is not None and not needs_repository(self.options)
-
-    @property
-    def launcher_type(self) -> type[Any]:
-        """The class of the launcher this factory uses (its class attributes say what it serves)."""
-        return self._factory.launcher_type
-
-    @property
-    def options(self) -> ServeOptions:
-        return self._factory.options
+        self._session: TritonServer | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config, staging: Path) -> TritonServerFactory:
@@ -169,35 +147,14 @@ class TritonServerFactory:
         )
         return cls(options.launcher_name(config), serve, session_state(config))
 
-    def start(
-        self,
-        repository: str | Path | None,
-        *,
-        models: Sequence[str] | None = None,
-        sagemaker: bool | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> TritonLauncher:
-        """Start a server on ``repository`` and wait until it and every model are ready.
-
-        ``sagemaker`` also serves Triton's SageMaker frontend (/ping, /invocations); ``env`` adds
-        variables to the server's environment (e.g. SAGEMAKER_TRITON_DEFAULT_MODEL_NAME).
-        """
-        launcher = self._factory.create(repository, models=models, sagemaker=sagemaker, env=env)
-        self.state.servers.append(launcher)  # listed first: a server that fails to start has a log to show
+    def _starting(self, server: TritonServer) -> None:
+        self.state.servers.append(server)  # listed first: a server that fails to start has a log to show
         if self.state.starting:
-            self.state.owners[id(launcher)] = self.state.starting[-1]
-        self._factory.servers.append(launcher)
-        try:
-            launcher.start()
-        finally:
-            if launcher.prepared is not None:
-                self.state.changes.extend(launcher.prepared.describe())
-        return launcher
+            self.state.owners[id(server)] = self.state.starting[-1]
 
-    @property
-    def servers(self) -> list[TritonLauncher]:
-        """Every server this factory started in the session, oldest first."""
-        return list(self._factory.servers)
+    def _started(self, server: TritonServer) -> None:
+        if server.prepared is not None:
+            self.state.changes.extend(server.prepared.describe())
 
     def configured_repository(self, config: pytest.Config) -> Path | None:
         """``--triton-repository`` (against the invocation folder) or ini ``triton_repository``."""
@@ -206,39 +163,29 @@ class TritonServerFactory:
             return None
         return _resolve(config, value, from_ini=config.getoption("triton_repository") is None)
 
-    def session_server(self, config: pytest.Config) -> TritonLauncher:
-        """The one server of the session (``--triton-repository`` / ini ``triton_repository``)."""
+    def session_server(self, config: pytest.Config) -> TritonServer:
+        """The one server of the session (``--triton-repository`` / ini ``triton_repository``, or the one
+        ``--triton-url`` / ``--cloud --endpoint`` names), started on first use: ``triton_server``."""
         if self._session is None:
             repository = self.configured_repository(config)
             if repository is None and not self.serves_existing:
                 raise ConfigError(
-                    "triton_server needs a repository: pass --triton-repository PATH or set "
-                    "triton_repository in the ini file (or start one with triton_server_factory.start(PATH))"
+                    "triton_server needs a repository: pass --triton-repository PATH or set triton_repository "
+                    "in the ini file (triton_client reaches that server; a server a test starts hands out its "
+                    "own clients: triton_server_factory.start(PATH).clients())"
                 )
             self._session = self.start(repository)
             self.state.owners[id(self._session)] = "triton_server"  # whichever fixture asked for it first
         return self._session
 
-    def default_server(self, config: pytest.Config) -> TritonLauncher:
-        """The server ``triton_client`` talks to: the session's when one is configured, else the newest one
-        this factory started."""
-        if self._session is not None or self.configured_repository(config) or self.serves_existing:
-            return self.session_server(config)
-        if not self._factory.servers:
-            raise ConfigError(
-                "triton_client has no server to talk to: start one with triton_server_factory.start(PATH) before "
-                "using the client, or pass --triton-repository PATH"
-            )
-        return self._factory.servers[-1]
-
     def stop_all(self) -> None:
         try:
-            self._factory.stop_all()
+            super().stop_all()
         finally:
             self.state.servers.clear()
 
 
-def _servers_of(item: pytest.Item, state: SessionState) -> list[tuple[int, TritonLauncher]]:
+def _servers_of(item: pytest.Item, state: SessionState) -> list[tuple[int, TritonServer]]:
     """The session's servers that ``item`` used: started by it or by a fixture it requested."""
     used = {item.nodeid, *getattr(item, "fixturenames", ())}
     if "triton_client" in used:
@@ -246,7 +193,7 @@ def _servers_of(item: pytest.Item, state: SessionState) -> list[tuple[int, Trito
     return [(i, s) for i, s in enumerate(state.servers) if state.owners.get(id(s)) in used]
 
 
-def _tail(server: TritonLauncher) -> str:
+def _tail(server: TritonServer) -> str:
     try:
         tail = server.log_tail(50)
     except Exception:  # a dead server must not hide the test's own failure

@@ -12,35 +12,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from typing import Protocol
 from typing import final
 
 from pytest_triton.client.transports import Transport
+from pytest_triton.client.urls import InferenceEndpoint
 from pytest_triton.contracts.spec import Declaration
 from pytest_triton.contracts.spec import Variant
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import VariantUnavailable
+from pytest_triton.servers.base import TritonServer
+from pytest_triton.servers.factory import ServerFactory
 
 __all__ = ["ContractServers", "ServedVariant", "VariantUnavailable"]
 
 _TENSORRT = "TensorrtExecutionProvider"
-
-
-class ServerFactory(Protocol):
-    """What the contracts need of the session's ``triton_server_factory``."""
-
-    @property
-    def launcher(self) -> str: ...
-
-    def start(self, repository: str | Path | None, *, models: Sequence[str] | None = None) -> Any: ...
-
-    def stop_all(self) -> None: ...
-
-
-def serves_one_model(factory: ServerFactory) -> bool:
-    """Whether the factory's launcher serves only a default model (a SageMaker endpoint): then a server is
-    made per model, and that model is named when it starts."""
-    return bool(getattr(getattr(factory, "launcher_type", None), "serves_one_model", False))
 
 
 def _runs_here(launcher: str) -> bool:
@@ -51,13 +36,15 @@ def _runs_here(launcher: str) -> bool:
     return bool(getattr(launcher_class(launcher), "runs_here", True))
 
 
-def inference_protocol(variant: Variant, urls: Any) -> str:
+def inference_protocol(variant: Variant, urls: Any) -> InferenceEndpoint:
     """The transport a variant is called over: its ``protocol`` where the server offers it; for the default
     (``http``) on a server without HTTP, the inference endpoint that server does offer (a SageMaker endpoint's
     InvokeEndpoint). A ``grpc`` variant on a server without gRPC cannot run here."""
-    offered = [name for name in ("http", "grpc", "sagemaker") if getattr(urls, name, None)]
-    if variant.protocol in offered or not offered:
-        return variant.protocol
+    endpoints: tuple[InferenceEndpoint, ...] = ("http", "grpc", "sagemaker")
+    offered = [name for name in endpoints if getattr(urls, name, None)]
+    wanted = next((name for name in endpoints if name == variant.protocol), None)
+    if wanted is not None and (wanted in offered or not offered):
+        return wanted
     if variant.protocol == "http":
         return offered[0]
     raise VariantUnavailable(
@@ -73,7 +60,7 @@ class ServedVariant:
     """A running variant: its server, how to reach it and what its models really run on."""
 
     variant: Variant
-    server: Any  # a TritonLauncher
+    server: TritonServer
     transport: Transport
     providers: tuple[str, ...]  # of its ONNX models, as the adapter reports them ("" where not adapted)
     notes: tuple[str, ...]
@@ -152,7 +139,7 @@ class ContractServers:
                 f"(run with --triton-launcher {variant.launcher})"
             )
         on_session = variant.launcher in (None, session)
-        if on_session and serves_one_model(self.factory) and getattr(self.factory, "serves_existing", False):
+        if on_session and self.factory.serves_one_model and self.factory.serves_existing:
             return (
                 "this session tests one existing endpoint (--endpoint), which does not serve this variant's "
                 "repository: run with --cloud and without --endpoint to deploy it"
@@ -198,7 +185,7 @@ class ContractServers:
             assert self.factory_for is not None
             self._factories[launcher] = self.factory_for(launcher)
         factory = self._factories[launcher]
-        one_model = serves_one_model(factory)
+        one_model = factory.serves_one_model
         key = (launcher, folder, model if one_model else "")
         if key not in self._servers:
             server = factory.start(folder, models=[model]) if one_model else factory.start(folder)

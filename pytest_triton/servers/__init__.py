@@ -1,4 +1,4 @@
-"""Serving: the launcher protocol and registry, one factory, model control and the launchers themselves.
+"""Serving: the server protocol and base, the launcher registry, one factory, model control and the launchers.
 
 Nothing here imports pytest. Importing this package loads only the standard library and the package's own
 light modules; a launcher's heavy dependencies are imported when it is chosen.
@@ -11,6 +11,7 @@ from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.base import TritonLauncher
+from pytest_triton.servers.base import TritonServer
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import find_tritonserver
 from pytest_triton.servers.control import ModelControl
@@ -23,6 +24,8 @@ from pytest_triton.servers.registry import ENTRY_POINT_GROUP
 from pytest_triton.servers.registry import launcher_class
 from pytest_triton.servers.registry import launcher_names
 from pytest_triton.servers.registry import register_launcher
+from pytest_triton.servers.server import Runner
+from pytest_triton.servers.server import ServerBase
 from pytest_triton.servers.url import UrlLauncher
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import wait_until
@@ -35,11 +38,14 @@ __all__ = [
     "Poll",
     "PortReservation",
     "Prepared",
+    "Runner",
     "ServeOptions",
+    "ServerBase",
     "ServerFactory",
     "ServerUrls",
     "TritonBinary",
     "TritonLauncher",
+    "TritonServer",
     "UrlLauncher",
     "find_tritonserver",
     "free_port",

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from typing import ClassVar
 from typing import Protocol
 
+from pytest_triton.client.triton import TritonClients
 from pytest_triton.client.urls import LOCALHOST
 from pytest_triton.client.urls import InferenceEndpoint
 from pytest_triton.client.urls import ServerUrls
@@ -276,6 +277,10 @@ class ServerBase:
         from pytest_triton.client.transports import transport_for
 
         return transport_for(self.urls, protocol)
+
+    def clients(self) -> TritonClients:
+        """tritonclient HTTP and gRPC clients for this server (each made when first used)."""
+        return TritonClients.connect(self)
 
     def start(self) -> Self:
         """Prepare the repository (unless done), launch the server and wait, at most ``startup_timeout`` s,

@@ -25,7 +25,7 @@ from pytest_triton.bench.server_stats import fetch_metrics
 from pytest_triton.client.rest import TritonRest
 
 
-def test_every_call_bypasses_the_proxy(triton_server_factory, triton_client):
+def test_every_call_bypasses_the_proxy(triton_server_factory):
     server = triton_server_factory.start(EXAMPLES)
     http = server.transport("http")
     a = np.ones((1, 4), np.float32)
@@ -39,7 +39,7 @@ def test_every_call_bypasses_the_proxy(triton_server_factory, triton_client):
     server.control.unload("python_add")
     server.control.load("python_add")
     assert server.control.ready("python_add")
-    assert triton_client.http.is_model_ready("python_add")
+    assert server.clients().http.is_model_ready("python_add")
 """
 
 

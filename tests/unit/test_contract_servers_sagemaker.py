@@ -13,6 +13,8 @@ from pytest_triton.contracts.serving import inference_protocol
 from pytest_triton.contracts.spec import Variant
 from pytest_triton.errors import VariantUnavailable
 from pytest_triton.repository.onnx_adapter import tensorrt_unavailable_reason
+from pytest_triton.servers import ServeOptions
+from pytest_triton.servers import ServerFactory
 
 ENDPOINT = ServerUrls(sagemaker="https://runtime.sagemaker.us-east-1.amazonaws.com/endpoints/ep")
 LOCAL = ServerUrls.local(8000, 8001, 8002)
@@ -22,19 +24,10 @@ def _variant(tmp_path: Path, **fields: Any) -> Variant:
     return Variant(name="v", repository=tmp_path, model="m", precision={"cpu": "fp32", "gpu": "fp32"}, **fields)
 
 
-class _Factory:
-    def __init__(self, launcher: str, *, existing: bool = False) -> None:
-        from pytest_triton.servers.registry import launcher_class
-
-        self.launcher = launcher
-        self.launcher_type = launcher_class(launcher)
-        self.serves_existing = existing
-
-    def start(self, repository: Any, *, models: Any = None) -> Any:
-        raise AssertionError("nothing is started here")
-
-    def stop_all(self) -> None:
-        pass
+def _Factory(launcher: str, *, existing: bool = False) -> ServerFactory:
+    """The real factory, which starts nothing until asked: ``existing`` points the sagemaker launcher at an
+    endpoint (``--endpoint``); the url launcher always serves an existing server."""
+    return ServerFactory(launcher, ServeOptions(settings={"endpoint": "ep"} if existing else {}))
 
 
 def test_the_default_protocol_is_the_one_the_server_offers(tmp_path: Path) -> None:

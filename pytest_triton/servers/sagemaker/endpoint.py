@@ -178,7 +178,8 @@ class SageMakerLauncher(ServerBase):
     # -- what it serves -----------------------------------------------------------------------------------
 
     @property
-    def clients(self) -> AwsClients:
+    def aws(self) -> AwsClients:
+        """The AWS clients of the endpoint's region (an endpoint has no tritonclient ``clients()``)."""
         from pytest_triton.cloud.aws import AwsClients
 
         if self._clients is None:
@@ -225,7 +226,7 @@ class SageMakerLauncher(ServerBase):
     @property
     def urls(self) -> ServerUrls:
         """``sagemaker`` only: the endpoint's InvokeEndpoint base URL (``.../endpoints/NAME``)."""
-        runtime = self.clients.runtime
+        runtime = self.aws.runtime
         return ServerUrls(sagemaker=f"{runtime.meta.endpoint_url}/endpoints/{self.endpoint_name}")
 
     def _work(self) -> Path:
@@ -244,8 +245,8 @@ class SageMakerLauncher(ServerBase):
         if self._prepared is not None:
             return self._prepared
         if self.endpoint is not None:
-            self.existing = inspect_endpoint(self.clients, self.endpoint)
-            folder = download_model_data(self.clients, self.existing, self._work() / "model")
+            self.existing = inspect_endpoint(self.aws, self.endpoint)
+            folder = download_model_data(self.aws, self.existing, self._work() / "model")
             self._name = self.endpoint
             self._prepared = Prepared(
                 folder, folder, (self.existing.default_model,), (), (self.existing.describe(),), self.existing.name
@@ -253,7 +254,7 @@ class SageMakerLauncher(ServerBase):
             return self._prepared
         repository = Path(source) if source is not None else self.repository
         assert repository is not None
-        self.deployment = Deployment(self.clients, repository, self.deploy, self._work(), progress=self.progress)
+        self.deployment = Deployment(self.aws, repository, self.deploy, self._work(), progress=self.progress)
         archive = self.deployment.package()
         notes = (
             f"deploying {archive.name} to SageMaker ({self.deploy.instance_type}, {self.deployment.image}) "
@@ -329,12 +330,12 @@ class SageMakerLauncher(ServerBase):
 
         if self._name is None:
             return ""
-        return endpoint_log_tail(self.clients.logs, self._name, events=lines)
+        return endpoint_log_tail(self.aws.logs, self._name, events=lines)
 
     def check_alive(self) -> None:
         """Raise ServerError unless the endpoint is InService (SageMaker restarts its containers itself: there
         is no ``exit_status()``)."""
-        status = self.clients.sagemaker.describe_endpoint(EndpointName=self.endpoint_name)["EndpointStatus"]
+        status = self.aws.sagemaker.describe_endpoint(EndpointName=self.endpoint_name)["EndpointStatus"]
         if status != "InService":
             raise ServerError(f"endpoint {self.endpoint_name!r} is {status}", log_tail=self.log_tail())
 
@@ -354,7 +355,7 @@ class SageMakerLauncher(ServerBase):
         if prepared is None:
             raise ServerError("SageMakerLauncher is not started; call start() first")
         specs = model_input_specs(prepared.folder, prepared.models[0])
-        transport = InvokeEndpointTransport(self.clients.runtime, self.endpoint_name, specs, binary=binary)
+        transport = InvokeEndpointTransport(self.aws.runtime, self.endpoint_name, specs, binary=binary)
         self._transports.append(transport)  # its first calls go into latency_notes()
         return transport
 
@@ -381,4 +382,4 @@ class SageMakerLauncher(ServerBase):
         from pytest_triton.cloud.metrics import SplitWindow
 
         requests = sum(t.answered_between(start.timestamp(), end.timestamp()) for t in self._transports)
-        return SplitWindow(self.endpoint_name, start, end, requests, self.clients.region)
+        return SplitWindow(self.endpoint_name, start, end, requests, self.aws.region)

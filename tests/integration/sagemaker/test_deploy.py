@@ -140,7 +140,7 @@ def test_reused_endpoint_sees_no_mutating_call(offline_aws: OfflineAws, tmp_path
         reuse = _launcher(None, [], endpoint=name)
         seen: list[str] = []
         for service in ("sagemaker", "sagemaker-runtime", "s3", "logs", "sts"):
-            record_operations(reuse.clients.client(service), seen)
+            record_operations(reuse.aws.client(service), seen)
         with reuse:
             out = reuse.transport().infer("python_add", {"A": A, "B": B}, ["SUM"])
             np.testing.assert_array_equal(out["SUM"], A + B)
@@ -187,7 +187,7 @@ def test_failed_deletion_prints_the_commands_to_finish(
     def refuse(model: Any, **_: Any) -> None:
         raise RuntimeError("AccessDenied: not allowed to sagemaker:DeleteModel")
 
-    launcher.clients.sagemaker.meta.events.register("before-call.sagemaker.DeleteModel", refuse)
+    launcher.aws.sagemaker.meta.events.register("before-call.sagemaker.DeleteModel", refuse)
     with pytest.raises(DeploymentError) as info:
         launcher.stop()
     assert info.value.left == (f"aws sagemaker delete-model --model-name {model} --region us-east-1",)
@@ -206,7 +206,7 @@ def test_second_interrupt_during_teardown_still_lists_what_is_left(
     def interrupt(model: Any, **_: Any) -> None:
         raise KeyboardInterrupt
 
-    launcher.clients.sagemaker.meta.events.register("before-call.sagemaker.DeleteEndpointConfig", interrupt)
+    launcher.aws.sagemaker.meta.events.register("before-call.sagemaker.DeleteEndpointConfig", interrupt)
     with pytest.raises(KeyboardInterrupt):
         launcher.stop()
     err = capfd.readouterr().err
@@ -215,7 +215,7 @@ def test_second_interrupt_during_teardown_still_lists_what_is_left(
     assert f"aws sagemaker delete-model --model-name pytest-triton-{run_id}-model" in err
     assert "aws s3 rm s3://sagemaker-us-east-1-123456789012/pytest-triton/" in err
     assert "delete-endpoint " not in err  # that one went before the interrupt
-    launcher.clients.sagemaker.meta.events.unregister("before-call.sagemaker.DeleteEndpointConfig", interrupt)
+    launcher.aws.sagemaker.meta.events.unregister("before-call.sagemaker.DeleteEndpointConfig", interrupt)
     launcher.stop()
     assert left_in_aws() == NOTHING
 
