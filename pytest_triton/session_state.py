@@ -14,12 +14,12 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_triton.bench.session import TritonBench
-    from pytest_triton.servers.base import TritonLauncher
+    from pytest_triton.servers.base import TritonServer
 
 
 @dataclass
 class SessionState:
-    servers: list[TritonLauncher] = field(default_factory=list)
+    servers: list[TritonServer] = field(default_factory=list)
     # who started each server: a fixture name or a test's node id, by id() of the server
     owners: dict[int, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)

@@ -26,7 +26,7 @@ from typing import Any
 from pytest_triton.errors import PytestTritonError
 from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.base import ServeOptions
-from pytest_triton.servers.base import TritonLauncher
+from pytest_triton.servers.base import TritonServer
 from pytest_triton.servers.factory import ServerFactory
 from pytest_triton.servers.registry import DEFAULT_LAUNCHER
 from pytest_triton.servers.registry import launcher_names
@@ -129,7 +129,7 @@ def serve_main(argv: list[str]) -> int:
             signal.signal(sig, handler)
 
 
-def _serve(launcher: TritonLauncher, stop: threading.Event) -> int:
+def _serve(launcher: TritonServer, stop: threading.Event) -> int:
     while not stop.wait(0.5):
         try:
             launcher.check_alive()

@@ -28,7 +28,7 @@ from pytest_triton.client.nli import NliTokenizer
 from pytest_triton.client.nli import load_samples
 from pytest_triton.client.reference import OnnxReference
 from pytest_triton.client.urls import InferenceEndpoint
-from pytest_triton.servers.base import TritonLauncher
+from pytest_triton.servers.base import TritonServer
 from pytest_triton.serving import TritonServerFactory
 
 pytest.importorskip("onnxruntime", reason="the reference variant needs onnxruntime (pip install '.[serve]')")
@@ -45,7 +45,7 @@ pytestmark = pytest.mark.xdist_group("embedded-triton")
 PROTOCOLS: tuple[InferenceEndpoint, ...] = ("http", "grpc", "sagemaker")
 
 
-def protocol_of(server: TritonLauncher) -> InferenceEndpoint:
+def protocol_of(server: TritonServer) -> InferenceEndpoint:
     """The first inference protocol ``server`` offers (a SageMaker endpoint offers only ``sagemaker``)."""
     urls = server.urls
     offered = [p for p in PROTOCOLS if getattr(urls, p) is not None]
@@ -58,7 +58,7 @@ def protocol_of(server: TritonLauncher) -> InferenceEndpoint:
 class Served:
     """A served scenario-07 repository, the protocol it is reached by and what its mdeberta runs on."""
 
-    server: TritonLauncher
+    server: TritonServer
     variant: str
     providers: tuple[str, ...]
     notes: tuple[str, ...]

@@ -37,6 +37,7 @@ from pytest_triton.errors import ServerError
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.process import make_owned_workdir
+from pytest_triton.servers.sagemaker.local import default_model_env
 from pytest_triton.servers.server import ServerBase
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress
@@ -160,11 +161,7 @@ class SageMakerLauncher(ServerBase):
         cls, repository: Path | None, options: ServeOptions, *, models: Sequence[str] | None = None
     ) -> Self:
         """From the common options; ``models`` may only name the one model the endpoint serves."""
-        env = dict(options.env)
-        if models is not None:
-            if len(models) != 1:
-                raise ConfigError(f"models={list(models)!r}: a SageMaker endpoint serves one (default) model")
-            env.setdefault("SAGEMAKER_TRITON_DEFAULT_MODEL_NAME", models[0])
+        env = default_model_env(options.env, models)
         endpoint = options.setting("endpoint")
         return cls(
             None if endpoint else repository,

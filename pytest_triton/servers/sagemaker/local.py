@@ -48,6 +48,7 @@ from pytest_triton.errors import ModelLoadError
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
 from pytest_triton.hardware import gpu_visible
+from pytest_triton.model_archive import DEFAULT_MODEL_ENV
 from pytest_triton.model_archive import FOLDER_SIDECAR
 from pytest_triton.model_archive import folder_env
 from pytest_triton.model_archive import read_env_file
@@ -150,14 +151,7 @@ class SageMakerLocalLauncher(ServerBase):
         ``image`` an image to run it in instead (with the docker launcher's container settings)."""
         if repository is None:
             raise ConfigError("the sagemaker-local launcher serves a model.tar.gz or a repository folder: give one")
-        env = dict(options.env)
-        if models is not None:
-            if len(models) != 1:
-                raise ConfigError(
-                    f"models={list(models)!r}: a SageMaker endpoint serves one model (its default model); "
-                    "name one, or set SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"
-                )
-            env.setdefault("SAGEMAKER_TRITON_DEFAULT_MODEL_NAME", models[0])
+        env = default_model_env(options.env, models)
         image = options.setting("image")
         container = None
         if image is not None:
@@ -280,7 +274,7 @@ class SageMakerLocalLauncher(ServerBase):
         layout = RepositoryLayout.of(self.model_dir)
         plan = self.plan = serve_plan(env, layout, gpu_count=gpus, model_repository=self._repository(self.model_dir))
         assert plan.default_model is not None
-        env["SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"] = plan.default_model  # the script exports it
+        env[DEFAULT_MODEL_ENV] = plan.default_model  # the script exports it
         self._urls = _urls(plan)
         if isinstance(self.runner, TritonProcess):
             binary = self.binary
@@ -316,6 +310,19 @@ class SageMakerLocalLauncher(ServerBase):
 
     def _describe(self) -> str:
         return f"source={str(self.source)!r}, urls={self._urls}"
+
+
+def default_model_env(env: Mapping[str, str], models: Sequence[str] | None) -> dict[str, str]:
+    """``env`` with the one model of ``models`` as the endpoint's default model (None: as ``env`` says)."""
+    given = dict(env)
+    if models is not None:
+        if len(models) != 1:
+            raise ConfigError(
+                f"models={list(models)!r}: a SageMaker endpoint serves one model (its default model); "
+                f"name one, or set {DEFAULT_MODEL_ENV}"
+            )
+        given.setdefault(DEFAULT_MODEL_ENV, models[0])
+    return given
 
 
 def is_archive(path: Path) -> bool:

@@ -14,7 +14,7 @@ from pytest_triton.client.rest import TritonRest
 from pytest_triton.client.rest import fetch_text
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.servers import LocalLauncher
-from pytest_triton.servers import TritonLauncher
+from pytest_triton.servers import TritonServer
 
 from .local_triton_helpers import add_model
 from .local_triton_helpers import echo_model
@@ -34,8 +34,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalLauncher]:
 
 
 def test_is_a_triton_launcher(server: LocalLauncher) -> None:
-    launcher: TritonLauncher = server
-    assert isinstance(launcher, TritonLauncher)
+    launcher: TritonServer = server
+    assert isinstance(launcher, TritonServer)
     assert server.backends == frozenset({"python"})
     assert server.running
 

@@ -14,7 +14,7 @@ from pytest_triton.errors import ServerTimeout
 from pytest_triton.repository.layout import model_folders
 from pytest_triton.servers import LocalLauncher
 from pytest_triton.servers import TritonBinary
-from pytest_triton.servers import TritonLauncher
+from pytest_triton.servers import TritonServer
 from pytest_triton.servers.local import launcher as local_mod
 from pytest_triton.servers.process import group_members
 from pytest_triton.servers.wait import wait_until
@@ -173,7 +173,7 @@ def test_repository_must_exist(tmp_path: Path) -> None:
 
 def test_protocol_and_properties_before_start(tmp_path: Path, repo: Path) -> None:
     launcher = LocalLauncher(repo, binary=_fake(tmp_path, "exit 0\n"))
-    typed: TritonLauncher = launcher  # mypy checks LocalLauncher against the protocol
+    typed: TritonServer = launcher  # mypy checks LocalLauncher against the protocol
     assert typed.backends == frozenset({"python"})
     assert launcher.backends == frozenset({"python"})
     assert launcher.logs() == ""

@@ -18,7 +18,7 @@ import pytest
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.errors import ServerStartError
 from pytest_triton.errors import ServerTimeout
-from pytest_triton.servers import TritonLauncher
+from pytest_triton.servers import TritonServer
 from pytest_triton.servers import UrlLauncher
 from pytest_triton.servers.ports import free_port
 
@@ -116,8 +116,8 @@ def test_urls_default_to_tritons_port_layout() -> None:
 def test_start_waits_for_models_and_stop_does_nothing(fake: tuple[FakeTriton, str]) -> None:
     state, url = fake
     with UrlLauncher(url, models=["add", "enc"], progress=None) as launcher:
-        checked: TritonLauncher = launcher
-        assert isinstance(checked, TritonLauncher)
+        checked: TritonServer = launcher
+        assert isinstance(checked, TritonServer)
         assert launcher.control.ready("add")
         assert not launcher.control.ready("broken")
         assert launcher.logs() == ""
