@@ -11,7 +11,7 @@ from pytest_triton.servers.docker.launcher import DockerLauncher
 
 def test_settings(triton_server_factory, tmp_path):
     assert triton_server_factory.launcher == "docker"
-    launcher = triton_server_factory._factory.create(tmp_path)
+    launcher = triton_server_factory.create(tmp_path)
     assert isinstance(launcher, DockerLauncher)
     assert launcher.image == "example.org/triton:1"
     assert launcher.container.network == "bridge"
