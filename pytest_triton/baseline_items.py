@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from pytest_triton.contract_items import CONTRACTS_KEY
-from pytest_triton.contract_items import ContractFailure
 from pytest_triton.contract_items import ContractItem
+from pytest_triton.errors import ContractFailure
 
 if TYPE_CHECKING:
     from pytest_triton.baseline.measure import PairRun
