@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from pytest_triton.bench.streams import summarize_streams
 from pytest_triton.client.streaming import TritonStreamTransport
@@ -55,7 +56,7 @@ def stream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonStreamTra
         transport.close()
 
 
-def _values(n: int) -> dict[str, np.ndarray]:
+def _values(n: int) -> dict[str, NDArray[np.int32]]:
     return {"IN": np.arange(10, 10 + n, dtype=np.int32)}
 
 
