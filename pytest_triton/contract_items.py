@@ -33,6 +33,7 @@ class ContractsState:
     declarations: list[Declaration] = field(default_factory=list)
     runs: dict[Path, ContractRun] = field(default_factory=dict)
     outcomes: list[dict[str, str]] = field(default_factory=list)  # one per item that ran, for the report
+    streams: dict[Path, Any] = field(default_factory=dict)  # a declaration's StreamRun (its gRPC streams)
 
 
 CONTRACTS_KEY = pytest.StashKey[ContractsState]()
@@ -110,6 +111,23 @@ def _run(request: pytest.FixtureRequest, declaration: Declaration, factory: Trit
     return state.runs[declaration.path]
 
 
+def _streams(request: pytest.FixtureRequest, declaration: Declaration, factory: TritonServerFactory) -> Any:
+    """The declaration's streamed variants (a StreamRun), its streams closed before its servers stop."""
+    from pytest_triton.contracts.stream_run import StreamRun
+
+    state = request.config.stash[CONTRACTS_KEY]
+    if declaration.path not in state.streams:
+        run = _run(request, declaration, factory)
+        state.streams[declaration.path] = StreamRun(run)
+        request.config.add_cleanup(state.streams[declaration.path].close)
+    return state.streams[declaration.path]
+
+
+def _streamed(declaration: Declaration, name: str) -> bool:
+    variant = declaration.variants.get(name)
+    return variant is not None and variant.protocol == "stream"
+
+
 def _record(request: pytest.FixtureRequest, check: str, status: str, text: str, *, variant: str = "") -> None:
     state = request.config.stash[CONTRACTS_KEY]
     request.node.user_properties.append(("triton_verdict", status))  # JUnit XML shows it on any CI
@@ -142,7 +160,10 @@ def _parity(declaration: Declaration, name: str) -> Callable[..., None]:
 
         __tracebackhide__ = True
         try:
-            outcome = _run(request, declaration, triton_server_factory).parity(name)
+            if _streamed(declaration, name):
+                outcome = _streams(request, declaration, triton_server_factory).parity(name)
+            else:
+                outcome = _run(request, declaration, triton_server_factory).parity(name)
         except VariantUnavailable as exc:
             _record(request, f"parity[{name}]", "skipped", exc.reason)
             _skip(f"variant {name!r}: {exc.reason}")
@@ -195,6 +216,10 @@ def _latency(declaration: Declaration, name: str) -> Callable[..., None]:
         budget_name = variant.budget_name(triton_bench.hardware) if variant else name
         reason = _latency_skip_reason(request.config)
         try:
+            if reason is None and _streamed(declaration, name):
+                streamed = _streams(request, declaration, triton_server_factory).latency(name, triton_bench)
+                _stream_verdict(request, name, streamed)
+                return
             if reason is None:
                 run = _run(request, declaration, triton_server_factory)
                 result = measure_variant(run, name, triton_bench, benchmark=lambda: _benchmark(request, declaration))
@@ -213,6 +238,19 @@ def _latency(declaration: Declaration, name: str) -> Callable[..., None]:
         triton_bench.check(result)
 
     return contract_latency
+
+
+def _stream_verdict(request: pytest.FixtureRequest, name: str, outcome: Any) -> None:
+    """Record a streamed variant's latency (JUnit XML properties too) and fail on a broken stream limit."""
+    __tracebackhide__ = True
+    measured = outcome.measured
+    for key in ("ttft_p50_ms", "gap_p99_ms", "total_p50_ms", "responses_per_s"):
+        request.node.user_properties.append((f"triton_{key}[{outcome.budget_name}]", round(measured.value(key), 4)))
+    status = "failed" if outcome.verdict.failed else "passed"
+    _record(request, f"latency[{name}]", status, outcome.message(), variant=outcome.budget_name)
+    request.node.add_report_section("call", "triton-contract", outcome.message())
+    if outcome.verdict.failed:
+        raise ContractFailure(f"latency of streamed variant {name!r}: {outcome.message()}")
 
 
 def _relative(declaration: Declaration, index: int) -> Callable[..., None]:

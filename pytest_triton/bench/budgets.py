@@ -82,7 +82,12 @@ __all__ = [
 DEFAULT_TOLERANCE = 0.10
 _LIMITS = tuple(f"p{p}_ms" for p in PERCENTILES)
 _SHARED_KEYS = {"source", "tolerance", "batch_size", "throughput_batch_size", "notes", "path"}
-_VARIANT_KEYS = {*_LIMITS, "samples_per_s", *_SHARED_KEYS}
+# a streamed (decoupled) variant's limits: maximums in ms, except responses_per_s (a minimum); ttft_ms and
+# total_ms are their p50 (bench/streams.py measures them)
+STREAM_LIMIT_KEYS = ("ttft_p50_ms", "ttft_p99_ms", "gap_p50_ms", "gap_p90_ms", "gap_p99_ms", "total_p50_ms")
+STREAM_KEY_ALIASES = {"ttft_ms": "ttft_p50_ms", "total_ms": "total_p50_ms"}
+_STREAM_KEYS = {*STREAM_LIMIT_KEYS, *STREAM_KEY_ALIASES, "responses_per_s"}
+_VARIANT_KEYS = {*_LIMITS, "samples_per_s", *_SHARED_KEYS, *_STREAM_KEYS}
 _HARDWARE_KEYS = {"enforce_absolute", "enforce_reason", "relative"}
 _RELATIVE_KEYS = {
     "name",
@@ -118,6 +123,7 @@ class Budget:
     throughput_batch_size: int = 8
     notes: str = ""
     path: EnginePath | None = None  # the engine path it was written on (None: not stated, judges any path)
+    stream: Mapping[str, float] = field(default_factory=dict)  # a streamed variant's limits (STREAM_LIMIT_KEYS)
 
     def percentile_limits(self) -> dict[int, float]:
         return {p: v for p in PERCENTILES if (v := getattr(self, f"p{p}_ms")) is not None}
@@ -255,6 +261,12 @@ class _Validator:
             if key in data:
                 what = "a number of samples per second > 0" if key == "samples_per_s" else "milliseconds > 0"
                 fields[key] = self.number(table, key, data[key], what)
+        stream = {}
+        for key in sorted(_STREAM_KEYS & set(data)):
+            what = "a number of responses per second > 0" if key == "responses_per_s" else "milliseconds > 0"
+            stream[STREAM_KEY_ALIASES.get(key, key)] = self.number(table, key, data[key], what)
+        if stream:
+            fields["stream"] = stream
         if not fields.get("source"):
             raise self.fail(table, None, f"{hardware}.{name}: no source; say where the numbers come from")
         limits = [(k, fields[k]) for k in _LIMITS if k in fields]
@@ -385,10 +397,11 @@ class Check:
     ok: bool | None
 
     def describe(self) -> str:
-        unit = "/s" if self.metric == "samples_per_s" else " ms"
+        rate = self.metric.endswith("_per_s")  # samples_per_s, a stream's responses_per_s: minimums
+        unit = "/s" if rate else " ms"
         if self.measured is None:
             return f"{self.metric} not measured (budget {self.limit:g}{unit})"
-        sign = ("≥" if self.ok else "<") if self.metric == "samples_per_s" else ("≤" if self.ok else ">")
+        sign = ("≥" if self.ok else "<") if rate else ("≤" if self.ok else ">")
         return f"{self.metric} {self.measured:.2f}{unit} {sign} {self.allowed:.2f}{unit}"
 
     def as_dict(self) -> dict[str, Any]:

@@ -15,21 +15,14 @@ from dataclasses import fields
 from typing import Any
 from typing import final
 
+from pytest_triton.bench.budgets import STREAM_KEY_ALIASES
+from pytest_triton.bench.budgets import STREAM_LIMIT_KEYS
+from pytest_triton.bench.budgets import Budget
+from pytest_triton.bench.budgets import Check
+from pytest_triton.bench.budgets import HardwarePolicy
+from pytest_triton.bench.budgets import Verdict
 from pytest_triton.bench.stats import nearest_rank
 from pytest_triton.client.streaming import StreamResult
-
-# the budget keys of a stream: maximums, except responses_per_s (a minimum)
-STREAM_LIMIT_KEYS: tuple[str, ...] = (
-    "ttft_p50_ms",
-    "ttft_p99_ms",
-    "gap_p50_ms",
-    "gap_p90_ms",
-    "gap_p99_ms",
-    "total_p50_ms",
-    "responses_per_s",
-)
-# the short spellings a budget file may use
-STREAM_KEY_ALIASES = {"ttft_ms": "ttft_p50_ms", "total_ms": "total_p50_ms"}
 
 
 @final
@@ -53,7 +46,8 @@ class StreamLatency:
         """The measured value of a budget key (``ttft_ms`` and ``total_ms`` mean their p50)."""
         name = STREAM_KEY_ALIASES.get(key, key)
         if name not in {f.name for f in fields(self)} or name in ("requests", "responses"):
-            raise KeyError(f"{key!r} is not a stream latency key (known: {', '.join(STREAM_LIMIT_KEYS)})")
+            known = ", ".join((*STREAM_LIMIT_KEYS, "responses_per_s"))
+            raise KeyError(f"{key!r} is not a stream latency key (known: {known})")
         result: float = getattr(self, name)
         return result
 
@@ -94,3 +88,33 @@ def summarize_streams(results: Sequence[StreamResult]) -> StreamLatency:
         total_p99_ms=total[1],
         responses_per_s=responses / elapsed if elapsed > 0 else 0.0,
     )
+
+
+def evaluate_stream(
+    budget: Budget | None,
+    measured: StreamLatency,
+    *,
+    missing_reason: str = "no budget: measured and reported only",
+    policy: HardwarePolicy | None = None,
+) -> Verdict:
+    """Hold a stream measurement to the stream limits of ``budget`` (``ttft_ms``, ``gap_p99_ms``, ...)."""
+    if budget is None or not budget.stream:
+        reason = missing_reason if budget is None else f"{budget.variant}: the budget has no stream limits"
+        return Verdict("report-only", reason)
+    checks = []
+    for key, limit in budget.stream.items():
+        value = measured.value(key)
+        known = value == value  # NaN: no response came, so there is no first response and no gap
+        if key == "responses_per_s":
+            allowed = limit * (1 - budget.tolerance)
+            ok = value >= allowed if known else None
+        else:
+            allowed = limit * (1 + budget.tolerance)
+            ok = value <= allowed if known else None
+        checks.append(Check(key, limit, allowed, value if known else None, ok))
+    failed = [c for c in checks if c.ok is False]
+    text = "; ".join(c.describe() for c in failed or checks)
+    if policy is not None and not policy.enforce_absolute:
+        within = "over budget" if failed else "within budget"
+        return Verdict("report-only", f"{within}, not asserted here ({budget.hardware}: {policy.reason}); {text}")
+    return Verdict("fail" if failed else "pass", text, tuple(checks))

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_triton.contracts.declaration_streams import check_streams
 from pytest_triton.contracts.spec import PERCENTILES
 from pytest_triton.contracts.spec import PRECISIONS
 from pytest_triton.contracts.spec import PROTOCOLS
@@ -472,6 +473,7 @@ def parse_declaration(
                     output,
                     f"an output of [parity.outputs] ({', '.join(o.name for o in declaration.outputs)})",
                 )
+    check_streams(read, declaration)
     compared = {o.name for o in declaration.outputs}
     for label in declaration.labels:
         if compared and label.source not in compared:

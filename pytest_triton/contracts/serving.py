@@ -42,6 +42,14 @@ def inference_protocol(variant: Variant, urls: Any) -> InferenceEndpoint:
     InvokeEndpoint). A ``grpc`` variant on a server without gRPC cannot run here."""
     endpoints: tuple[InferenceEndpoint, ...] = ("http", "grpc", "sagemaker")
     offered = [name for name in endpoints if getattr(urls, name, None)]
+    if variant.protocol == "stream":  # the stream runs over gRPC; the plain gRPC transport reads the metadata
+        if "grpc" in offered:
+            return "grpc"
+        raise VariantUnavailable(
+            variant.name,
+            "it is a decoupled model streamed over gRPC and this server has no gRPC endpoint "
+            f"(it offers {', '.join(offered) or 'nothing'}; SageMaker's /invocations does not stream)",
+        )
     wanted = next((name for name in endpoints if name == variant.protocol), None)
     if wanted is not None and (wanted in offered or not offered):
         return wanted

@@ -40,7 +40,8 @@ __all__ = [
 _INT8 = Tolerance(atol=0.1, rtol=0.1, name="int8")
 PRECISIONS = ("fp32", "tf32", "fp16", "int8")
 REQUIREMENTS = ("gpu", "tensorrt")
-PROTOCOLS = ("http", "grpc")
+# "stream": gRPC bidirectional streaming, every response of a decoupled model (client/streaming.py)
+PROTOCOLS = ("http", "grpc", "stream")
 PERCENTILES = (50, 90, 95, 99)
 
 
