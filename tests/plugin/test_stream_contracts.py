@@ -1,6 +1,6 @@
 """A repository declares contracts for its decoupled model and gets stream parity and stream latency items.
 
-The repository holds model_repos/examples/streaming's stream_repeat three ways: as it is (the reference), with a
+The repository holds model_repos/streaming's stream_repeat three ways: as it is (the reference), with a
 longer pause before each response (a slowed variant) and with one response dropped (a lossy variant).
 """
 
@@ -17,7 +17,7 @@ pytest.importorskip("pytriton", reason="the embedded tritonserver comes from nvi
 
 pytestmark = pytest.mark.xdist_group("embedded-triton")
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "model_repos" / "examples" / "streaming"
+EXAMPLES = Path(__file__).resolve().parents[2] / "model_repos" / "streaming"
 
 DECLARATION = """
 [reference]

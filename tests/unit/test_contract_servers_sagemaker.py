@@ -42,6 +42,16 @@ def test_a_grpc_variant_on_an_endpoint_is_unavailable_saying_why(tmp_path: Path)
     assert caught.value.reason == "it is called over grpc and this server has no grpc endpoint (it offers sagemaker)"
 
 
+def test_a_streamed_variant_goes_over_grpc_and_is_unavailable_on_an_endpoint(tmp_path: Path) -> None:
+    assert inference_protocol(_variant(tmp_path, protocol="stream"), LOCAL) == "grpc"
+    with pytest.raises(VariantUnavailable) as caught:
+        inference_protocol(_variant(tmp_path, protocol="stream"), ENDPOINT)
+    assert caught.value.reason == (
+        "it is a decoupled model streamed over gRPC and this server has no gRPC endpoint "
+        "(it offers sagemaker; SageMaker's /invocations does not stream)"
+    )
+
+
 def test_an_endpoints_tensorrt_is_its_images_not_this_machines(tmp_path: Path) -> None:
     local_reason = tensorrt_unavailable_reason()
     if local_reason is None:

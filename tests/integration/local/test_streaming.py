@@ -1,6 +1,6 @@
 """Decoupled models on a real tritonserver: every response over the gRPC stream, their parity and their times.
 
-The repository is model_repos/examples/streaming (stream_repeat and square_int32) plus two variants of
+The repository is model_repos/streaming (stream_repeat and square_int32) plus two variants of
 stream_repeat written by the test: one with a longer pause before each response, one that drops a response.
 """
 
@@ -26,7 +26,7 @@ from .local_triton_helpers import skip_without_embedded_triton
 
 skip_without_embedded_triton()
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "model_repos" / "examples" / "streaming"
+EXAMPLES = Path(__file__).resolve().parents[3] / "model_repos" / "streaming"
 
 
 def _variant(repository: Path, name: str, **parameters: str) -> None:
