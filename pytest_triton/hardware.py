@@ -48,13 +48,14 @@ def _cuda_visible_devices() -> str:
 
 
 def require_gpu() -> tuple[str, ...]:
-    """Fail fast (before any test runs) when --gpu was asked for and no GPU is visible."""
+    """Fail fast (before any test runs) when GPU mode (--triton-gpu, or --gpu) was asked for and no GPU is visible."""
     names = gpu_names()
     if not names:
         raise PytestTritonError(
-            "--gpu was given but no GPU is visible (nvidia-smi found none or is missing; "
+            "GPU mode was asked for (--triton-gpu, or --gpu) but no GPU is visible "
+            "(nvidia-smi found none or is missing; "
             f"{_cuda_visible_devices()}); "
-            "run on a GPU runner, or drop --gpu to run the CPU suite"
+            "run on a GPU runner, or drop the option to run the CPU suite"
         )
     return names
 

@@ -29,6 +29,7 @@ from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.base import TritonServer
 from pytest_triton.servers.factory import ServerFactory
 from pytest_triton.servers.registry import DEFAULT_LAUNCHER
+from pytest_triton.servers.registry import check_settings
 from pytest_triton.servers.registry import launcher_names
 
 
@@ -102,7 +103,9 @@ def serve_main(argv: list[str]) -> int:
     previous: dict[int, Any] = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     factory: ServerFactory | None = None
     try:
-        factory = ServerFactory(args.launcher, _options(args))
+        options = _options(args)
+        check_settings(args.launcher, options.settings)  # an unknown --setting key lists the launcher's keys
+        factory = ServerFactory(args.launcher, options)
         launcher = factory.start(Path(args.repository), models=args.models)
         ready = True
         prepared = launcher.prepared

@@ -169,7 +169,7 @@ def test_short_gpu_reaches_the_plugins_gpu_mode(pytester: pytest.Pytester) -> No
         if result.ret == 0:  # a GPU machine: the plugin's GPU mode is on
             continue
         assert result.ret == pytest.ExitCode.USAGE_ERROR
-        result.stderr.fnmatch_lines(["*was given but no GPU is visible*"])
+        result.stderr.fnmatch_lines(["*was asked for (--triton-gpu, or --gpu) but no GPU is visible*"])
     # without the plugin, --gpu is nobody's
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:triton", "--gpu")
     result.stderr.fnmatch_lines(["*unrecognized arguments: --gpu*"])

@@ -58,7 +58,7 @@ def test_gpu_option_fails_fast_without_gpu(pytester: pytest.Pytester, monkeypatc
     pytester.makepyfile("def test_x():\n    pass\n")
     result = pytester.runpytest("--gpu")
     assert result.ret != 0
-    result.stderr.fnmatch_lines(["*--gpu was given but no GPU is visible*"])
+    result.stderr.fnmatch_lines(["*GPU mode was asked for (--triton-gpu, or --gpu) but no GPU is visible*"])
 
 
 def test_plugin_module_imports_nothing_heavy() -> None:

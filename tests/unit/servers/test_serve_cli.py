@@ -36,6 +36,15 @@ def test_settings_must_be_key_value(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "--setting 'image' is not KEY=VALUE" in capsys.readouterr().err
 
 
+def test_a_setting_the_launcher_does_not_read_lists_its_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert serve_main([str(tmp_path), "--setting", "shm_size=1g"]) == 1
+    err = capsys.readouterr().err
+    assert "setting shm_size='1g' is not one the 'local' launcher reads" in err
+    assert "tritonserver: the tritonserver binary" in err
+
+
 def test_bad_tritonserver_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert serve_main([str(tmp_path), "--tritonserver", str(tmp_path / "nope")]) == 1
     out, err = capsys.readouterr()
