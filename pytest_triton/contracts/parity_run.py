@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import random
 import time
+from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -138,6 +139,31 @@ def working_outputs(folder: Path, model: str, wanted: Sequence[str]) -> tuple[li
         f"ensemble {model!r} is asked for {extra} besides {alone}: Triton 2.51 answers a request for only "
         f"{alone} with {DEADLOCK!r} (lint rule E322)"
     )
+
+
+def search_disagreement(strategy: Any, disagrees: Callable[[Any], bool], generated: Generated) -> Any:
+    """The smallest input of ``strategy`` that ``disagrees`` (Hypothesis's search and shrinking, bounded by the
+    declaration's ``examples`` and ``seed``), or None when none was found."""
+    try:
+        from hypothesis import HealthCheck
+        from hypothesis import Phase
+        from hypothesis import find
+        from hypothesis import settings
+        from hypothesis.errors import NoSuchExample
+    except ImportError as exc:
+        raise MissingDependency("hypothesis", "contracts") from exc
+
+    config = settings(
+        max_examples=generated.examples,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+    )
+    try:
+        return find(strategy, disagrees, settings=config, random=random.Random(generated.seed))
+    except NoSuchExample:
+        return None
 
 
 @final
@@ -284,15 +310,6 @@ class ContractRun:
         return [self.request_notes[k] for k in keys if k in self.request_notes]
 
     def _parity_generated(self, variant: Variant, served: ServedVariant, generated: Generated) -> ParityOutcome:
-        try:
-            from hypothesis import HealthCheck
-            from hypothesis import Phase
-            from hypothesis import find
-            from hypothesis import settings
-            from hypothesis.errors import NoSuchExample
-        except ImportError as exc:
-            raise MissingDependency("hypothesis", "contracts") from exc
-
         from pytest_triton.contracts.generated import request_tensors
 
         specs, batches = self.generated_inputs()
@@ -316,22 +333,7 @@ class ContractRun:
             return not all(c.ok for c in last)
 
         started = time.monotonic()
-        config = settings(
-            max_examples=generated.examples,
-            deadline=None,
-            database=None,
-            phases=[Phase.generate, Phase.shrink],
-            suppress_health_check=list(HealthCheck),
-        )
-        try:
-            minimal = find(
-                request_tensors(specs, batch_size=batch),
-                disagrees,
-                settings=config,
-                random=random.Random(generated.seed),
-            )
-        except NoSuchExample:
-            minimal = None
+        minimal = search_disagreement(request_tensors(specs, batch_size=batch), disagrees, generated)
         spent = time.monotonic() - started
         text = "; ".join(
             [

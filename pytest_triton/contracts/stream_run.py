@@ -10,7 +10,6 @@ declaration's window, and holds them to the stream limits of the variant's budge
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,11 +30,11 @@ from pytest_triton.contracts.checks import CheckResult
 from pytest_triton.contracts.parity_run import ContractRun
 from pytest_triton.contracts.parity_run import ParityOutcome
 from pytest_triton.contracts.parity_run import format_tensors
+from pytest_triton.contracts.parity_run import search_disagreement
 from pytest_triton.contracts.samples import select_inputs
 from pytest_triton.contracts.serving import ServedVariant
 from pytest_triton.contracts.spec import Variant
 from pytest_triton.contracts.spec import precision_tolerance
-from pytest_triton.errors import MissingDependency
 from pytest_triton.stream_parity import StreamParity
 from pytest_triton.stream_parity import compare_streams
 
@@ -141,15 +140,6 @@ class StreamRun:
         return ParityOutcome(name, self.run.declaration.reference.name, tuple(failed or [summary]), text)
 
     def _parity_generated(self, name: str, compare: Any) -> ParityOutcome:
-        try:
-            from hypothesis import HealthCheck
-            from hypothesis import Phase
-            from hypothesis import find
-            from hypothesis import settings
-            from hypothesis.errors import NoSuchExample
-        except ImportError as exc:
-            raise MissingDependency("hypothesis", "contracts") from exc
-
         from pytest_triton.contracts.generated import request_tensors
 
         generated = self.run.declaration.inputs.generated
@@ -165,22 +155,8 @@ class StreamRun:
             tried += 1
             return not compare(tensors).ok
 
-        config = settings(
-            max_examples=generated.examples,
-            deadline=None,
-            database=None,
-            phases=[Phase.generate, Phase.shrink],
-            suppress_health_check=list(HealthCheck),
-        )
-        try:
-            minimal = find(
-                request_tensors(specs, batch_size=generated.batch_size if batches else None),
-                disagrees,
-                settings=config,
-                random=random.Random(generated.seed),
-            )
-        except NoSuchExample:
-            minimal = None
+        strategy = request_tensors(specs, batch_size=generated.batch_size if batches else None)
+        minimal = search_disagreement(strategy, disagrees, generated)
         text = f"{tried} generated inputs (seed={generated.seed}), streamed"
         reference = self.run.declaration.reference.name
         if minimal is None:
