@@ -13,6 +13,7 @@ import pytest
 
 from pytest_triton.precommit import lint_targets
 from pytest_triton.precommit import main
+from tests.package_index import without_proxies
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = ROOT / ".pre-commit-hooks.yaml"
@@ -57,7 +58,7 @@ def test_pre_commit_try_repo_fails_the_commit_of_a_broken_config(tmp_path: Path)
     shutil.copytree(ROOT / "model_repos" / "examples" / "python_add", project / "good" / "python_add")
     _git(project, "init", "-q")
     _git(project, "add", "-A")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the hook's own environment, not ours
+    env = without_proxies(os.environ, "PYTHONPATH")  # the hook's own environment (pip to the index directly)
     env["PRE_COMMIT_HOME"] = str(tmp_path / "pre-commit-home")
     files = ["models/classifier/config.pbtxt", "good/python_add/config.pbtxt"]
     cmd = [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "triton-lint", "--files", *files]

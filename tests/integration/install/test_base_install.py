@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.package_index import without_proxies
+
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "model_repos" / "examples"
 BROKEN = ROOT / "model_repos" / "broken"
@@ -26,14 +28,8 @@ SERVING_ONLY = {"grpcio", "gevent", "geventhttpclient", "aiohttp", "onnxruntime"
 pytestmark = pytest.mark.xdist_group("base-install")
 
 
-# CI points every proxy variable at a dead port once its installs are done, so that no call to a server the tests
-# start can go through one; this test's pip install is an install, and reaches the package index directly
-PROXY_VARIABLES = {"http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"}
-
-
 def _run(*cmd: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    dropped = {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", *PROXY_VARIABLES}
-    env = {k: v for k, v in os.environ.items() if k not in dropped}
+    env = without_proxies(os.environ, "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")  # pip goes to the index directly
     return subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
 
 
