@@ -22,8 +22,11 @@ def _hypothesis_profiles() -> None:
         from hypothesis import settings
     except ImportError:  # the tests that use Hypothesis are skipped where it is missing
         return
-    settings.register_profile("local")
-    settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+    # both on Hypothesis's own defaults, never on whatever profile is loaded now (registering again, with ``ci``
+    # loaded, would make ``local`` inherit its derandomize)
+    base = settings.get_profile("default")
+    settings.register_profile("local", parent=base)
+    settings.register_profile("ci", parent=base, derandomize=True, database=None, print_blob=True)
     chosen = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "local")
     settings.load_profile(chosen)
 
