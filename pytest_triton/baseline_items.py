@@ -23,6 +23,7 @@ import pytest
 
 from pytest_triton.contract_items import CONTRACTS_KEY
 from pytest_triton.contract_items import ContractItem
+from pytest_triton.contract_items import latency_skip_reason
 from pytest_triton.errors import ContractFailure
 
 if TYPE_CHECKING:
@@ -192,8 +193,7 @@ def _latency(pair: Pair) -> Callable[..., None]:
         state.ran += 1
         row = state.rows[(pair.declaration.path, pair.name)]
         reason = _not_compared(request.config, pair)
-        if reason is None and hasattr(request.config, "workerinput"):
-            reason = "latency is measured without xdist: here other tests share the cores (run with -p no:xdist)"
+        if reason is None and (reason := latency_skip_reason(request.config)) is not None:
             row.notes.append(f"latency skipped: {reason}")
         if reason is not None:
             _skip(reason)

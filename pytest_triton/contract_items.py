@@ -183,7 +183,7 @@ def _parity(declaration: Declaration, name: str) -> Callable[..., None]:
     return contract_parity
 
 
-def _latency_skip_reason(config: pytest.Config) -> str | None:
+def latency_skip_reason(config: pytest.Config) -> str | None:
     # this session's own xdist worker input, not PYTEST_XDIST_WORKER: a pytest run started from an xdist
     # worker (pytester) inherits the variable but is not distributed itself
     if hasattr(config, "workerinput"):
@@ -214,7 +214,7 @@ def _latency(declaration: Declaration, name: str) -> Callable[..., None]:
         __tracebackhide__ = True
         variant = declaration.variants.get(name)  # None: the ONNX reference
         budget_name = variant.budget_name(triton_bench.hardware) if variant else name
-        reason = _latency_skip_reason(request.config)
+        reason = latency_skip_reason(request.config)
         try:
             if reason is None and _streamed(declaration, name):
                 streamed = _streams(request, declaration, triton_server_factory).latency(name, triton_bench)
@@ -264,7 +264,7 @@ def _relative(declaration: Declaration, index: int) -> Callable[..., None]:
         __tracebackhide__ = True
         assert declaration.latency is not None
         rule = declaration.latency.relative[index]
-        reason = _latency_skip_reason(request.config)
+        reason = latency_skip_reason(request.config)
         try:
             if reason is None:
                 outcome = measure_relative(_run(request, declaration, triton_server_factory), rule, triton_bench)
