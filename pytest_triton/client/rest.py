@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from typing import final
@@ -42,11 +43,13 @@ def model_path(name: str, version: str = "") -> str:
 
 @final
 class TritonRest:
-    """A client of one Triton HTTP endpoint (``http://host:port``)."""
+    """A client of one Triton HTTP endpoint (``http://host:port``); ``headers`` go with every request (a
+    server that restricts model control asks for its key there)."""
 
-    def __init__(self, base_url: str, *, timeout: float = 5.0) -> None:
+    def __init__(self, base_url: str, *, timeout: float = 5.0, headers: Mapping[str, str] | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        self.headers = dict(headers or {})
         self._http = KeepAliveHttp(self.base_url, timeout)
 
     def close(self) -> None:
@@ -56,7 +59,7 @@ class TritonRest:
     def request(self, method: str, path: str, body: Any = None, *, timeout: float | None = None) -> tuple[int, bytes]:
         """Send one request; returns (status, body). HTTP errors are returned, connection errors raise OSError."""
         data = b"" if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"} if data else {}
+        headers = {**self.headers, "Content-Type": "application/json"} if data else dict(self.headers)
         reply = self._http.request(method, path, data, headers, timeout=timeout)
         return reply.status, reply.body
 

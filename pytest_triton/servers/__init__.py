@@ -10,7 +10,6 @@ from pytest_triton.client.urls import ServerUrls
 from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
-from pytest_triton.servers.base import TritonLauncher
 from pytest_triton.servers.base import TritonServer
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import find_tritonserver
@@ -44,7 +43,6 @@ __all__ = [
     "ServerFactory",
     "ServerUrls",
     "TritonBinary",
-    "TritonLauncher",
     "TritonServer",
     "UrlLauncher",
     "find_tritonserver",

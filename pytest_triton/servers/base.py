@@ -135,6 +135,12 @@ class TritonServer(Protocol):
         """Load, unload and readiness of models; None where the server has no model control."""
         ...
 
+    @property
+    def control_headers(self) -> dict[str, str]:
+        """The header that opens model control where the server restricts it ({} where it does not); give it to
+        tritonclient's ``load_model``, ``unload_model`` and ``get_model_repository_index`` as ``headers=``."""
+        ...
+
     def prepare(self, source: Path) -> Prepared:
         """Make ``source`` servable by this server (stage, adapt, package) and say what was changed."""
         ...
@@ -175,7 +181,3 @@ class TritonServer(Protocol):
     def transport(self, protocol: InferenceEndpoint = "http") -> Transport:
         """An inference transport that reaches this server (``http``, ``grpc`` or ``sagemaker``)."""
         ...
-
-
-# the name before 0.2: the handle of a server is a TritonServer; the registry still holds "launchers"
-TritonLauncher = TritonServer

@@ -19,10 +19,12 @@ nvidia-pytriton 0.7.0):
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import os
 import shutil
+import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -243,3 +245,25 @@ def resolve_binary(binary: str | os.PathLike[str] | TritonBinary | None) -> Trit
     """``binary`` as a :class:`TritonBinary`: itself, or found by :func:`find_tritonserver` (None: PATH, then
     nvidia-pytriton's)."""
     return binary if isinstance(binary, TritonBinary) else find_tritonserver(binary)
+
+
+def help_text(binary: TritonBinary) -> str:
+    """What ``tritonserver --help`` prints (its options), read once per binary file; "" where it gives nothing
+    within 10 s (Triton 2.51 answers in well under a second)."""
+    try:
+        stamp = binary.path.stat().st_mtime_ns
+    except OSError:
+        return ""
+    return _help_text(str(binary.path), stamp, tuple(sorted(binary.env.items())))
+
+
+@functools.cache
+def _help_text(path: str, stamp: int, env: tuple[tuple[str, str], ...]) -> str:
+    del stamp  # part of the cache key only: a binary replaced in place is read again
+    try:
+        done = subprocess.run(
+            [path, "--help"], env={**os.environ, **dict(env)}, capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout + done.stderr

@@ -2,20 +2,78 @@
 
 Implemented once over the REST client, for every launcher whose server allows it (a local process, a
 container, a server at a URL); a SageMaker endpoint has none (its launcher's ``control`` is None).
+
+A server this package starts keeps model control (Triton's ``model-repository`` API: index, load, unload)
+behind Triton's restricted-API options where its binary has them (Triton 2.51 does:
+``--http-restricted-api`` and ``--grpc-restricted-protocol``): a request without the server's own
+:class:`ControlKey` header is refused with 403 (HTTP) or PERMISSION_DENIED (gRPC). Another session that
+reaches the port by mistake (a stale client, a port reused) cannot unload our models. The key is on the
+server's command line, so a local user who can read other users' processes (no ``hidepid``) can read it: it
+keeps other sessions' clients out, not a determined local user.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
+from collections.abc import Mapping
 from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
 from typing import final
 
 from pytest_triton.client.rest import IndexEntry
 from pytest_triton.client.rest import TritonRest
+from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import wait_models_ready
 from pytest_triton.servers.wait import wait_models_unloaded
+
+# lower case: gRPC metadata keys must be; Triton matches the HTTP header case-insensitively
+CONTROL_HEADER = "pytest-triton-control"
+# Triton 2.51's gRPC frontend reads the key from metadata "triton-grpc-protocol-<key>" (its refusal names it)
+GRPC_HEADER_PREFIX = "triton-grpc-protocol-"
+RESTRICTED_APIS = "model-repository"  # Triton's name for index, load and unload, in both flags
+# what ``tritonserver --help`` lists when the binary has the restricted-API options
+RESTRICTED_API_FLAGS = ("--http-restricted-api", "--grpc-restricted-protocol")
+
+
+@dataclass(frozen=True)
+class ControlKey:
+    """The header that opens model control of one server (a new random value unless given), and the flags
+    that ask Triton for it."""
+
+    value: str = field(default_factory=lambda: secrets.token_hex(16), repr=False)
+    header: str = CONTROL_HEADER
+
+    @classmethod
+    def parse(cls, given: str) -> ControlKey:
+        """``NAME=VALUE``, as in the server's ``--http-restricted-api=model-repository:NAME=VALUE``."""
+        name, sep, value = given.partition("=")
+        if not sep or not name.strip() or not value:
+            raise ConfigError(
+                f"control_header={given!r}: give NAME=VALUE, the header of the server's "
+                "--http-restricted-api=model-repository:NAME=VALUE"
+            )
+        return cls(value, name.strip().lower())
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The headers to send with index, load and unload requests, good for tritonclient's HTTP and gRPC
+        clients alike (``headers=``): Triton's gRPC frontend looks for the key under its own prefix."""
+        return {self.header: self.value, GRPC_HEADER_PREFIX + self.header: self.value}
+
+    def flags(self) -> list[str]:
+        """``tritonserver`` options that restrict model control, over HTTP and gRPC, to this key."""
+        rule = f"{RESTRICTED_APIS}:{self.header}={self.value}"
+        return [f"--http-restricted-api={rule}", f"--grpc-restricted-protocol={rule}"]
+
+
+def has_restricted_api(help_text: str) -> bool:
+    """Whether a ``tritonserver --help`` text lists both restricted-API options (Triton 2.51 does)."""
+    return all(flag in help_text for flag in RESTRICTED_API_FLAGS)
+
 
 LogTail = Callable[[], str]
 # explains a load failure whose REST answer carries no reason: (model name) -> the reason from the server log
@@ -33,6 +91,7 @@ class ModelControl:
     ``log_tail`` adds the server's log to errors where the launcher can read it; ``load_reason`` finds the
     cause of a failed load in that log when Triton's answer only says "failed to poll from model repository".
     ``check_alive`` runs before each wait, so a server that died is named as such instead of timing out.
+    ``headers`` go with every request (the server's :class:`ControlKey` header where it has one).
     """
 
     def __init__(
@@ -44,8 +103,9 @@ class ModelControl:
         check_alive: Callable[[], None] | None = None,
         progress: ProgressCallback | None = None,
         what: str = "Triton",
+        headers: Mapping[str, str] | None = None,
     ) -> None:
-        self.rest = TritonRest(http_url)
+        self.rest = TritonRest(http_url, headers=headers)
         self._log_tail = log_tail
         self._load_reason = load_reason
         self._check_alive = check_alive

@@ -3,13 +3,14 @@
 Once every model is ready, prints exactly one line of JSON to stdout and flushes it::
 
     {"http": "http://127.0.0.1:PORT", "grpc": "127.0.0.1:PORT", "metrics": "http://127.0.0.1:PORT/metrics",
-     "models": ["..."], "launcher": "local", "changes": ["..."]}
+     "models": ["..."], "launcher": "local", "changes": ["..."], "control_headers": {"NAME": "VALUE"}}
 
 (plus ``"sagemaker"`` with ``--sagemaker``; ``changes`` says what the launcher changed to serve the
-repository, e.g. ONNX models served by the adapter). The repository is served through the same factory and
-launchers as the pytest fixtures. Progress and errors go to stderr. SIGINT or SIGTERM stop the server cleanly
-(exit 0); a failed start exits 1; a server that dies while serving exits 1; a signal before the server was
-ready exits 130.
+repository, e.g. ONNX models served by the adapter; ``control_headers`` is what model load, unload and the
+repository index need, {} where the server does not restrict them). The repository is served through the same
+factory and launchers as the pytest fixtures. Progress and errors go to stderr. SIGINT or SIGTERM stop the
+server cleanly (exit 0); a failed start exits 1; a server that dies while serving exits 1; a signal before the
+server was ready exits 130.
 """
 
 from __future__ import annotations
@@ -114,6 +115,7 @@ def serve_main(argv: list[str]) -> int:
             "models": list(prepared.models) if prepared else args.models or [],
             "launcher": args.launcher,
             "changes": prepared.describe() if prepared else [],
+            "control_headers": launcher.control_headers,
         }
         sys.stdout.write(json.dumps(payload) + "\n")
         sys.stdout.flush()

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from typing import ClassVar
 from typing import Protocol
 
+from pytest_triton.client.rest import TritonRest
 from pytest_triton.client.triton import TritonClients
 from pytest_triton.client.urls import LOCALHOST
 from pytest_triton.client.urls import InferenceEndpoint
@@ -37,6 +38,7 @@ from pytest_triton.errors import ServerStartError
 from pytest_triton.model_archive import DEFAULT_MODEL_ENV
 from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.base import Prepared
+from pytest_triton.servers.control import ControlKey
 from pytest_triton.servers.control import ModelControl
 from pytest_triton.servers.logs import LogFile
 from pytest_triton.servers.logs import last_error
@@ -113,13 +115,15 @@ def tritonserver_args(
     bind_local: bool = True,
     sagemaker_port: int | None = None,
     exit_timeout: int = 0,
+    control_key: ControlKey | None = None,
 ) -> list[str]:
     """The arguments of ``tritonserver`` that the launchers with model control share.
 
     ``models`` load at startup with explicit model control; ``--exit-on-error=false`` keeps the server up
     when a model fails, so that every failure can be read from the repository index. ``bind_local``: the
     HTTP, gRPC and metrics frontends bind 127.0.0.1 on ``ports`` (else Triton's own ports, for a container
-    whose ports are published). ``sagemaker_port`` adds the SageMaker frontend.
+    whose ports are published). ``sagemaker_port`` adds the SageMaker frontend. ``control_key`` keeps model
+    control (index, load, unload) behind its header, over HTTP and gRPC.
     """
     args = [
         f"--model-repository={repository}",
@@ -134,6 +138,8 @@ def tritonserver_args(
             args += [f"--{frontend}-address={LOCALHOST}", f"--{frontend}-port={port}"]
     if sagemaker_port is not None:
         args += ["--allow-sagemaker=true", f"--sagemaker-port={sagemaker_port}"]
+    if control_key is not None:
+        args += control_key.flags()
     return args
 
 
@@ -203,6 +209,8 @@ class ServerBase:
         self.env = dict(env or {})
         self.progress = progress
         self.command: list[str] = []
+        # set by a launcher that started its server with model control behind this key
+        self.control_key: ControlKey | None = None
         self._prepared: Prepared | None = None
         self._urls: ServerUrls | None = None
         self._launched = False
@@ -258,10 +266,17 @@ class ServerBase:
         """Load, unload and readiness of this server's models (over its HTTP endpoint)."""
         return self._model_control()
 
+    @property
+    def control_headers(self) -> dict[str, str]:
+        """The header that opens model control of this server ({} where it is not restricted): pass it to
+        tritonclient's ``load_model``/``unload_model``/``get_model_repository_index`` as ``headers=``."""
+        return {} if self.control_key is None else self.control_key.headers
+
     def _model_control(self) -> ModelControl:
         runner = self.runner
         return ModelControl(
             self.urls.need("http"),
+            headers=self.control_headers,
             log_tail=self.log_tail,
             load_reason=lambda name: model_failure_reason(self._log_lines(), name),
             check_alive=self._alive_before_wait,
@@ -365,6 +380,10 @@ class ServerBase:
         if self.repository is None:
             raise ConfigError(f"{type(self).__name__} has no repository to serve: give one")
         return self.repository
+
+    def _control_rest(self, timeout: float = 2.0) -> TritonRest:
+        """A REST client of this server's HTTP endpoint that may use model control."""
+        return TritonRest(self.urls.need("http"), timeout=timeout, headers=self.control_headers)
 
     def _log_lines(self) -> list[str]:
         log = None if self.runner is None else self.runner.log

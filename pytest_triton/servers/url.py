@@ -20,6 +20,7 @@ from pytest_triton.repository.layout import model_folders
 from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
+from pytest_triton.servers.control import ControlKey
 from pytest_triton.servers.control import ModelControl
 from pytest_triton.servers.server import ServerBase
 from pytest_triton.servers.wait import Poll
@@ -51,10 +52,15 @@ class UrlLauncher(ServerBase):
     models that are READY when it is first read (a lower bound: the API does not list backends);
     ``has_gpu`` defaults to whether the metrics endpoint reports GPU metrics. The server reads its own
     repository: ``prepare()`` only lists the models of the folder it is given, to wait for them.
+    ``control_key`` is the header of a server that restricts model control (setting ``control_header``).
     """
 
     name: ClassVar[str] = "url"
-    setting_keys: ClassVar[Mapping[str, str]] = {"url": "HTTP URL of the running server (--triton-url)"}
+    setting_keys: ClassVar[Mapping[str, str]] = {
+        "url": "HTTP URL of the running server (--triton-url)",
+        "control_header": "NAME=VALUE: the header that opens model control of a server started with "
+        "--http-restricted-api=model-repository:NAME=VALUE",
+    }
 
     @classmethod
     def needs_repository(cls, options: ServeOptions) -> bool:
@@ -72,9 +78,11 @@ class UrlLauncher(ServerBase):
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         backends: frozenset[str] | None = None,
         has_gpu: bool | None = None,
+        control_key: ControlKey | None = None,
         progress: ProgressCallback | None = stderr_progress,
     ) -> None:
         super().__init__(None, models=models, startup_timeout=startup_timeout, progress=progress)
+        self.control_key = control_key
         http = http_url.rstrip("/")
         if "://" not in http:
             http = "http://" + http
@@ -87,7 +95,7 @@ class UrlLauncher(ServerBase):
         )
         self._backends = backends
         self._has_gpu = has_gpu
-        self._rest = TritonRest(http)
+        self._rest = TritonRest(http, headers=self.control_headers)
 
     @classmethod
     def from_options(
@@ -100,7 +108,9 @@ class UrlLauncher(ServerBase):
                 "the url launcher needs the server's URL: pass --triton-url http://HOST:PORT to pytest "
                 "(python -m pytest_triton serve: --url http://HOST:PORT)"
             )
-        launcher = cls(str(url), startup_timeout=options.startup_timeout, progress=options.progress)
+        header = options.setting("control_header")
+        key = ControlKey.parse(str(header)) if header else None
+        launcher = cls(str(url), startup_timeout=options.startup_timeout, control_key=key, progress=options.progress)
         if models is not None:
             launcher.models = list(models)
         if repository is not None:
@@ -118,7 +128,8 @@ class UrlLauncher(ServerBase):
     @property
     def control(self) -> ModelControl:
         """Load, unload and readiness of the server's models (it must run with explicit model control to load)."""
-        return ModelControl(self._rest.base_url, progress=self.progress, what=f"Triton at {self.urls.http}")
+        what = f"Triton at {self.urls.http}"
+        return ModelControl(self._rest.base_url, progress=self.progress, what=what, headers=self.control_headers)
 
     @property
     def backends(self) -> frozenset[str]:

@@ -2,8 +2,8 @@
 
 A container does not see the host's paths or its Python: a repository staged for a container must name
 the container's own folders. :func:`probe_image` runs the image's ``python3`` once (a throw-away
-container, no network) and reads its backends folder, Python version, site folders, onnxruntime and
-SageMaker serve script.
+container, no network) and reads its backends folder, Python version, site folders, onnxruntime, SageMaker
+serve script and whether its ``tritonserver`` can restrict model control.
 :func:`stage_for_image` stages the repository with real copies (a container cannot follow links to this
 machine's files), adapts ONNX models for the image where it has no onnxruntime backend (the adapter then
 imports the image's own onnxruntime: no host path is written), checks that the image's onnxruntime offers
@@ -21,16 +21,22 @@ from pathlib import Path
 from typing import Any
 
 from pytest_triton.errors import ServerStartError
+from pytest_triton.servers.control import RESTRICTED_API_FLAGS
 
 CONTAINER_REPOSITORY = "/models"
 BACKENDS_DIR = "/opt/tritonserver/backends"
 
 # printed as one JSON line by the image's python3 (kept to the standard library and onnxruntime)
 _PROBE = f"""
-import json, os, shutil, site, sys
+import json, os, shutil, site, subprocess, sys
 out = {{"python": "%d.%d" % sys.version_info[:2], "site": site.getsitepackages()}}
 d = {BACKENDS_DIR!r}
 out["serve"] = shutil.which("serve") or ""
+try:
+    usage = subprocess.run(["tritonserver", "--help"], capture_output=True, text=True, timeout=30)
+    out["options"] = [f for f in {list(RESTRICTED_API_FLAGS)!r} if f in usage.stdout + usage.stderr]
+except Exception:
+    out["options"] = []
 out["backends"] = sorted(n for n in os.listdir(d) if os.path.isdir(os.path.join(d, n))) if os.path.isdir(d) else []
 try:
     import onnxruntime
@@ -54,6 +60,7 @@ class ImageFacts:
     providers: tuple[str, ...]
     onnxruntime_error: str = ""
     serve_script: str = ""  # the SageMaker serve script on the image's PATH (NGC images: /usr/bin/serve)
+    restricted_api: bool = False  # its tritonserver has the options that restrict model control
 
     @classmethod
     def from_json(cls, image_id: str, data: dict[str, Any]) -> ImageFacts:
@@ -66,6 +73,7 @@ class ImageFacts:
             providers=tuple(data.get("providers", [])),
             onnxruntime_error=str(data.get("onnxruntime_error", "")),
             serve_script=str(data.get("serve", "")),
+            restricted_api=set(RESTRICTED_API_FLAGS) <= set(data.get("options", [])),
         )
 
 

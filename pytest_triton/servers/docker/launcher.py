@@ -5,7 +5,8 @@ Command in the container (the image's entry point runs it, as NGC's ``nvidia_ent
     tritonserver --model-repository=/models --model-control-mode=explicit --load-model=M ...
       --exit-on-error=false --strict-readiness=true --exit-timeout-secs=N
       [host network: --http-address=127.0.0.1 --http-port=P1 --grpc-address=... --metrics-address=...]
-      [--allow-sagemaker=true --sagemaker-port=P4] [EXTRA_ARGS...]
+      [--allow-sagemaker=true --sagemaker-port=P4]
+      [--http-restricted-api=model-repository:KEY=VALUE --grpc-restricted-protocol=...] [EXTRA_ARGS...]
 
 The container, its log, its end and its removal are a :class:`~pytest_triton.servers.docker.container.
 TritonContainer` (shared with sagemaker-local's container mode): ``device_requests`` (``--gpu``),
@@ -31,7 +32,6 @@ from typing import TYPE_CHECKING
 from typing import ClassVar
 from typing import final
 
-from pytest_triton.client.rest import TritonRest
 from pytest_triton.client.rest import fetch_text
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
@@ -39,6 +39,7 @@ from pytest_triton.repository.layout import model_folders
 from pytest_triton.repository.layout import require_folder
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
+from pytest_triton.servers.control import ControlKey
 from pytest_triton.servers.control import ModelControl
 from pytest_triton.servers.docker.container import CONTAINER_SETTINGS
 from pytest_triton.servers.docker.container import DEFAULT_CONTAINER_STARTUP_TIMEOUT
@@ -179,6 +180,8 @@ class DockerLauncher(ServerBase):
     def _launch(self, prepared: Prepared, attempt: int) -> None:
         ports = self._local_ports()
         host_network = self.container.network == "host"
+        if self.control_key is None and self.container.facts().restricted_api:
+            self.control_key = ControlKey()
         sagemaker_port = (ports[3] if host_network else CONTAINER_PORTS["sagemaker"]) if self.sagemaker else None
         args = tritonserver_args(
             CONTAINER_REPOSITORY,
@@ -187,6 +190,7 @@ class DockerLauncher(ServerBase):
             bind_local=host_network,
             sagemaker_port=sagemaker_port,
             exit_timeout=self.exit_timeout,
+            control_key=self.control_key,
         )
         self.command = ["tritonserver", *args, *self.extra_args]
         env = self._server_env(prepared)
@@ -202,7 +206,7 @@ class DockerLauncher(ServerBase):
     def _wait_ready(self, prepared: Prepared, budget: Budget) -> None:
         """Ready: ``/v2/health/live`` and every model READY (the container's state checked at each poll),
         the SageMaker frontend's ``/ping`` where it serves one, and ``/v2/health/ready`` 200."""
-        rest = TritonRest(self.urls.need("http"), timeout=2.0)
+        rest = self._control_rest()
         ping = f"{self.urls.sagemaker}/ping" if self.urls.sagemaker else None
         models = list(prepared.models)
 

@@ -7,6 +7,7 @@ Command line (ports reserved by :mod:`pytest_triton.servers.ports`)::
       --http-address 127.0.0.1 --http-port P1 --grpc-address 127.0.0.1 --grpc-port P2
       --metrics-address 127.0.0.1 --metrics-port P3
       [--allow-sagemaker=true --sagemaker-port P4] [--backend-directory DIR] [--cache-directory DIR]
+      [--http-restricted-api=model-repository:KEY=VALUE --grpc-restricted-protocol=...]
       --backend-config=python,shm-region-prefix-name=pytest_triton_PID_TOKEN_
       [--disable-auto-complete-config] [EXTRA_ARGS...]
 
@@ -39,8 +40,11 @@ from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.binary import TritonBinary
+from pytest_triton.servers.binary import help_text
 from pytest_triton.servers.binary import resolve_binary
+from pytest_triton.servers.control import ControlKey
 from pytest_triton.servers.control import ModelControl
+from pytest_triton.servers.control import has_restricted_api
 from pytest_triton.servers.local.triton_process import TritonProcess
 from pytest_triton.servers.logs import loaded_models
 from pytest_triton.servers.logs import model_failure_reason
@@ -191,12 +195,15 @@ class LocalLauncher(ServerBase):
     def _launch(self, prepared: Prepared, attempt: int) -> None:
         binary = self.binary
         ports = self._local_ports()
+        if self.control_key is None and has_restricted_api(help_text(binary)):
+            self.control_key = ControlKey()
         args = tritonserver_args(
             prepared.folder,
             prepared.models,
             ports,
             sagemaker_port=ports[3] if self.sagemaker else None,
             exit_timeout=self.exit_timeout,
+            control_key=self.control_key,
         )
         self.command = [str(binary.path), *args, *self._process.binary_flags(binary)]
         if not self.auto_complete_config:
@@ -210,7 +217,7 @@ class LocalLauncher(ServerBase):
         startup model READY in the repository index, and ``/v2/health/ready`` 200."""
         log, models = self._process.log, list(prepared.models)
         assert log is not None
-        rest = TritonRest(self.urls.need("http"), timeout=2.0)
+        rest = self._control_rest()
         frontends = ["Started GRPCInferenceService", "Started HTTPService", "Started Metrics Service"]
         if self.sagemaker:
             frontends.append("Started Sagemaker HTTPService")

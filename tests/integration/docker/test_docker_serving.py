@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pytest_triton.client.rest import TritonRest
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.servers.docker.launcher import DockerLauncher
 
@@ -92,6 +93,18 @@ def test_unload_and_load_through_model_control(server: DockerLauncher) -> None:
     server.control.unload("echo")
     assert not server.control.ready("echo")
     server.control.load("echo")
+    assert server.control.ready("echo")
+
+
+def test_model_control_answers_only_the_servers_own_header(server: DockerLauncher) -> None:
+    # the image's tritonserver has the restricted-API options (read by the probe): model control needs our key
+    assert server.container.facts().restricted_api
+    assert set(server.control_headers) == {"pytest-triton-control", "triton-grpc-protocol-pytest-triton-control"}
+    stranger = TritonRest(server.urls.need("http"))
+    status, body = stranger.request("POST", "/v2/repository/models/echo/unload", {})
+    assert status == 403, (status, body)
+    assert b"restricted" in body
+    assert stranger.model_ready("echo")
     assert server.control.ready("echo")
 
 

@@ -214,7 +214,7 @@ class Server:
         for name in self.loaded:
             with contextlib.suppress(ServerError):  # never loaded: it failed, or a step was not reached
                 triton.control.unload(name, wait=False)
-        rest = TritonRest(triton.urls.need("http"))
+        rest = TritonRest(triton.urls.need("http"), headers=triton.control_headers)
         wait_models_unloaded(rest, self.loaded, timeout=LOAD_TIMEOUT, progress=None, log_tail=triton.log_tail)
         for folder in self.folders:
             shutil.rmtree(folder, ignore_errors=True)
@@ -247,7 +247,7 @@ def _load(triton: LocalLauncher, name: str) -> str | None:
     "failed to poll from model repository" says nothing more over HTTP: the reason is in the log.
     """
     try:
-        TritonRest(triton.urls.need("http")).load(name, timeout=LOAD_TIMEOUT)
+        TritonRest(triton.urls.need("http"), headers=triton.control_headers).load(name, timeout=LOAD_TIMEOUT)
     except TimeoutError:
         pytest.fail(f"Triton did not answer the load of {name!r} within {LOAD_TIMEOUT:.0f} s", pytrace=False)
     except OSError:

@@ -67,8 +67,10 @@ def test_serve_prints_urls_serves_and_stops(repository: Path, stop_signal: signa
     try:
         line = _read_line(proc, 120)
         payload = json.loads(line)
-        assert set(payload) == {"http", "grpc", "metrics", "models", "launcher", "changes"}
+        assert set(payload) == {"http", "grpc", "metrics", "models", "launcher", "changes", "control_headers"}
         assert (payload["launcher"], payload["changes"]) == ("local", [])
+        headers = {"pytest-triton-control", "triton-grpc-protocol-pytest-triton-control"}
+        assert set(payload["control_headers"]) == headers
         assert payload["models"] == ["add", "echo"]
         assert payload["http"].startswith("http://127.0.0.1:")
         assert payload["grpc"].startswith("127.0.0.1:")

@@ -147,9 +147,46 @@ def test_model_control(server: LocalLauncher) -> None:
     assert not server.control.ready("no_such_model")
     server.control.unload("echo")  # waits until Triton has finished unloading (Triton itself answers at once)
     assert not server.control.ready("echo")
-    assert [e.state for e in TritonRest(server.urls.need("http")).index() if e.name == "echo"] == ["UNAVAILABLE"]
+    index = TritonRest(server.urls.need("http"), headers=server.control_headers).index()
+    assert [e.state for e in index if e.name == "echo"] == ["UNAVAILABLE"]
     server.control.load("echo")
     server.control.wait_ready(["echo", "add"], timeout=30)
+    assert server.control.ready("echo")
+
+
+def test_model_control_answers_only_the_servers_own_header(server: LocalLauncher) -> None:
+    # another session's client that reaches this port (a stale client, a reused port) cannot touch our models
+    import tritonclient.grpc as grpcclient
+    import tritonclient.http as httpclient
+    from tritonclient.utils import InferenceServerException
+
+    key = server.control_headers["pytest-triton-control"]
+    assert len(key) == 32
+    assert server.control_headers["triton-grpc-protocol-pytest-triton-control"] == key
+    url = server.urls.need("http")
+    for headers in ({}, {"pytest-triton-control": "0" * 32}):
+        stranger = TritonRest(url, headers=headers)
+        for path in ("/v2/repository/models/echo/unload", "/v2/repository/models/echo/load", "/v2/repository/index"):
+            status, body = stranger.request("POST", path, {})
+            assert status == 403, (path, headers, status, body)
+            assert b"restricted" in body
+        assert stranger.ready()
+        assert stranger.model_ready("echo")
+    assert server.control.ready("echo")
+
+    grpc = grpcclient.InferenceServerClient(server.urls.need("grpc"))
+    http = httpclient.InferenceServerClient(url.removeprefix("http://"))
+    try:
+        with pytest.raises(InferenceServerException, match="restricted"):
+            grpc.unload_model("echo")
+        with pytest.raises(InferenceServerException, match="restricted"):
+            http.unload_model("echo")
+        # the same headers open it for both of tritonclient's clients
+        assert {m.name for m in grpc.get_model_repository_index(headers=server.control_headers).models} >= {"echo"}
+        assert {m["name"] for m in http.get_model_repository_index(headers=server.control_headers)} >= {"echo"}
+    finally:
+        grpc.close()
+        http.close()
     assert server.control.ready("echo")
 
 

@@ -23,9 +23,11 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ne
 
 
 def _fake(tmp_path: Path, body: str) -> TritonBinary:
+    """A tritonserver that runs ``body``; its ``--help`` lists no options (as a binary without the restricted
+    API: no key on the command line)."""
     exe = tmp_path / "bin" / "tritonserver"
     exe.parent.mkdir(parents=True, exist_ok=True)
-    exe.write_text("#!/bin/sh\n" + body)
+    exe.write_text('#!/bin/sh\nif [ "$1" = --help ]; then exit 1; fi\n' + body)
     exe.chmod(0o755)
     backends = tmp_path / "backends"
     (backends / "python").mkdir(parents=True, exist_ok=True)

@@ -189,6 +189,7 @@ def test_serve_cli_with_url_launcher(fake: tuple[FakeTriton, str], tmp_path: Pat
             "models": ["add"],
             "launcher": "url",
             "changes": [f"served by the Triton at {url}, from its own copy of the repository"],
+            "control_headers": {},
         }
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=10)

@@ -1,0 +1,81 @@
+"""Model control behind Triton's restricted-API options, on the embedded tritonserver: the url launcher opens it
+with the server's header and is refused without it; a binary without those options is started without them."""
+
+from __future__ import annotations
+
+import dataclasses
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_triton.errors import ModelLoadError
+from pytest_triton.servers import LocalLauncher
+from pytest_triton.servers import ServeOptions
+from pytest_triton.servers import UrlLauncher
+from pytest_triton.servers import find_tritonserver
+
+from .local_triton_helpers import add_model
+from .local_triton_helpers import echo_model
+from .local_triton_helpers import skip_without_embedded_triton
+
+skip_without_embedded_triton()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalLauncher]:
+    repository = tmp_path_factory.mktemp("repo")
+    add_model(repository)
+    echo_model(repository)
+    with LocalLauncher(repository, startup_timeout=120) as launcher:
+        yield launcher
+
+
+def _attached(server: LocalLauncher, **settings: str) -> UrlLauncher:
+    options = ServeOptions(settings={"url": server.urls.need("http"), **settings}, startup_timeout=30, progress=None)
+    return UrlLauncher.from_options(None, options, models=["add"]).start()
+
+
+def test_url_launcher_without_the_header_is_refused_model_control(server: LocalLauncher) -> None:
+    attached = _attached(server)
+    assert attached.control_headers == {}
+    with pytest.raises(ModelLoadError, match="restricted, expecting header 'pytest-triton-control'"):
+        attached.control.load("echo")
+    assert server.control.ready("echo")
+
+
+def test_url_launcher_with_the_header_controls_models(server: LocalLauncher) -> None:
+    key = server.control_headers["pytest-triton-control"]
+    attached = _attached(server, control_header=f"pytest-triton-control={key}")
+    assert attached.control_headers == server.control_headers
+    attached.control.unload("echo")
+    assert not server.control.ready("echo")
+    attached.control.load("echo")
+    assert server.control.ready("echo")
+
+
+def _binary_without_restricted_api(folder: Path) -> Path:
+    """A stand-in for an older tritonserver (none can be installed here): the real binary, whose ``--help``
+    leaves out the restricted-API options."""
+    real = find_tritonserver().path
+    script = folder / "tritonserver"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = --help ]; then "{real}" --help 2>&1 | grep -v restricted; exit 1; fi\n'
+        f'exec "{real}" "$@"\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script
+
+
+def test_a_binary_without_the_options_serves_with_open_model_control(tmp_path: Path) -> None:
+    repository = tmp_path / "repo"
+    add_model(repository)
+    binary = dataclasses.replace(find_tritonserver(), path=_binary_without_restricted_api(tmp_path))
+    with LocalLauncher(repository, binary=binary, startup_timeout=120, progress=None) as launcher:
+        assert launcher.control_headers == {}
+        assert not [arg for arg in launcher.command if "restricted" in arg]
+        launcher.control.unload("add")
+        launcher.control.load("add")
+        assert launcher.control.ready("add")

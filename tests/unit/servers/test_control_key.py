@@ -1,0 +1,66 @@
+"""The key that keeps model control behind Triton's restricted-API options, and how a binary is asked for them."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from pytest_triton.errors import ConfigError
+from pytest_triton.servers.binary import TritonBinary
+from pytest_triton.servers.binary import help_text
+from pytest_triton.servers.control import ControlKey
+from pytest_triton.servers.control import has_restricted_api
+from pytest_triton.servers.server import tritonserver_args
+
+
+def test_every_key_is_new_and_its_flags_restrict_model_repository_over_http_and_grpc() -> None:
+    key = ControlKey()
+    assert key.value != ControlKey().value
+    assert len(key.value) == 32
+    assert key.flags() == [
+        f"--http-restricted-api=model-repository:pytest-triton-control={key.value}",
+        f"--grpc-restricted-protocol=model-repository:pytest-triton-control={key.value}",
+    ]
+    # gRPC metadata under Triton's prefix, so one dict serves tritonclient's HTTP and gRPC clients
+    assert key.headers == {"pytest-triton-control": key.value, "triton-grpc-protocol-pytest-triton-control": key.value}
+    assert key.value not in repr(key)
+
+
+def test_the_command_line_has_the_flags_only_with_a_key() -> None:
+    key = ControlKey()
+    with_key = tritonserver_args("/models", ["add"], [1, 2, 3], control_key=key)
+    assert with_key[-2:] == key.flags()
+    assert not [arg for arg in tritonserver_args("/models", ["add"], [1, 2, 3]) if "restricted" in arg]
+
+
+def test_a_given_header_is_parsed_and_a_malformed_one_says_what_to_give() -> None:
+    key = ControlKey.parse("X-Admin=s3cret=x")
+    assert (key.header, key.value) == ("x-admin", "s3cret=x")
+    for bad in ("novalue", "=v", "name="):
+        with pytest.raises(ConfigError, match=rf"control_header={bad!r}: give NAME=VALUE"):
+            ControlKey.parse(bad)
+
+
+def test_restricted_api_needs_both_options_in_the_help_text() -> None:
+    assert has_restricted_api("  --http-restricted-api <...>\n  --grpc-restricted-protocol <...>\n")
+    assert not has_restricted_api("  --http-restricted-api <...>\n")
+    assert not has_restricted_api("")
+
+
+def _script(folder: Path, body: str) -> Path:
+    path = folder / "tritonserver"
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def test_help_text_is_read_once_per_binary_file(tmp_path: Path) -> None:
+    counter = tmp_path / "count"
+    path = _script(tmp_path, f'echo run >> "{counter}"; echo "  --http-restricted-api"; exit 1\n')
+    binary = TritonBinary(path)
+    assert help_text(binary) == "  --http-restricted-api\n"
+    assert help_text(binary) == "  --http-restricted-api\n"
+    assert counter.read_text().count("run") == 1
+    assert help_text(TritonBinary(tmp_path / "missing")) == ""
