@@ -32,7 +32,9 @@ class TritonClients:
     """A tritonclient HTTP client (``http``) and gRPC client (``grpc``) for one server.
 
     The server is found when a client is first used (``find_server``), so the ``triton_client`` fixture
-    works with a server the test starts itself through ``triton_server_factory``.
+    works with a server the test starts itself through ``triton_server_factory``. A server the plugin started
+    answers model control (``load_model``, ``unload_model``, ``get_model_repository_index``) only with
+    ``headers=server.control_headers``.
     """
 
     def __init__(self, find_server: Callable[[], TritonServerLike]) -> None:

@@ -90,3 +90,9 @@ def test_the_readme_names_the_two_commands_ci_runs() -> None:
     assert commands == ["bash .ci/main-job", "python -m pytest -n 2 --dist loadgroup tests"]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert all(command in ci for command in commands), f".ci/run does not run {commands} as written"
+
+
+def test_the_readme_is_a_page() -> None:
+    # what it is, install, the two commands, a first test, links: the rest lives in docs/
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 150, f"README.md has {len(lines)} lines; move detail into docs/"
