@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
+from typing import Any
 from typing import ClassVar
 from typing import Protocol
 
@@ -38,6 +39,7 @@ from pytest_triton.errors import ServerStartError
 from pytest_triton.model_archive import DEFAULT_MODEL_ENV
 from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.base import Prepared
+from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.control import ControlKey
 from pytest_triton.servers.control import ModelControl
 from pytest_triton.servers.logs import LogFile
@@ -249,6 +251,23 @@ class ServerBase:
 
     # -- what is the same for every launcher -------------------------------------------------------------
 
+    @classmethod
+    def _served_from(
+        cls, repository: Path | None, options: ServeOptions, models: Sequence[str] | None
+    ) -> tuple[Path, dict[str, Any]]:
+        """For ``from_options`` of a launcher that serves a repository folder: the folder (ConfigError without
+        one), and the keyword arguments every such launcher takes from the common options."""
+        if repository is None:
+            raise ConfigError(f"the {cls.name} launcher serves a model repository: give its folder")
+        common = {"startup_timeout": options.startup_timeout, "sagemaker": options.sagemaker, "env": options.env}
+        return repository, {**common, "models": models, "progress": options.progress}
+
+    def _control_key_if(self, supported: bool) -> ControlKey | None:
+        """The server's model-control key (made once, on the first attempt) where its binary has the options."""
+        if supported and self.control_key is None:
+            self.control_key = ControlKey()
+        return self.control_key
+
     @property
     def urls(self) -> ServerUrls:
         """The server's endpoints; raises ServerError before ``start()``."""
@@ -384,6 +403,11 @@ class ServerBase:
     def _control_rest(self, timeout: float = 2.0) -> TritonRest:
         """A REST client of this server's HTTP endpoint that may use model control."""
         return TritonRest(self.urls.need("http"), timeout=timeout, headers=self.control_headers)
+
+    def _require_health_ready(self, rest: TritonRest) -> None:
+        """The last step of a wait: ``/v2/health/ready`` answers 200 (with strict readiness: every model too)."""
+        if not rest.ready():
+            raise ServerStartError("tritonserver is up but /v2/health/ready is not 200", log_tail=self.log_tail())
 
     def _log_lines(self) -> list[str]:
         log = None if self.runner is None else self.runner.log

@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_triton.client.rest import TritonRest
+from pytest_triton.client.rest import fetch_text
 from pytest_triton.errors import ModelLoadError
+from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerTimeout
 
 ProgressCallback = Callable[[str], None]
@@ -77,6 +79,15 @@ def wait_until(
             next_progress = now + progress_every
         sleep(max(0.0, min(delay, deadline - now)))
         delay = min(delay * 1.5, interval)
+
+
+def ping_poll(sagemaker_url: str) -> Poll:
+    """The SageMaker frontend's health check, as SageMaker runs it: ``GET /ping`` answers 200."""
+    try:
+        fetch_text(f"{sagemaker_url}/ping", timeout=2.0)
+    except ServerError as err:
+        return Poll(False, f"SageMaker frontend not answering yet: {err}")
+    return Poll(True, "/ping answered 200")
 
 
 def models_poll(rest: TritonRest, models: Sequence[str]) -> Poll:

@@ -20,6 +20,7 @@ docker proxy in the latency path); otherwise Triton's usual ports are published 
 Readiness is our own wait (testcontainers' ``HttpWaitStrategy`` asks for mapped ports, which host networking
 has none of, and does not notice a container that exited): ``/v2/health/live``, then each model's readiness,
 checking the container's state at every poll. The log is streamed into a file and read incrementally.
+testcontainers' Ryuk follows ``TESTCONTAINERS_RYUK_DISABLED``; this package's own reaper needs nothing pulled.
 """
 
 from __future__ import annotations
@@ -32,14 +33,10 @@ from typing import TYPE_CHECKING
 from typing import ClassVar
 from typing import final
 
-from pytest_triton.client.rest import fetch_text
-from pytest_triton.errors import ServerError
-from pytest_triton.errors import ServerStartError
 from pytest_triton.repository.layout import model_folders
 from pytest_triton.repository.layout import require_folder
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
-from pytest_triton.servers.control import ControlKey
 from pytest_triton.servers.control import ModelControl
 from pytest_triton.servers.docker.container import CONTAINER_SETTINGS
 from pytest_triton.servers.docker.container import DEFAULT_CONTAINER_STARTUP_TIMEOUT
@@ -55,6 +52,7 @@ from pytest_triton.servers.server import tritonserver_args
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import models_poll
+from pytest_triton.servers.wait import ping_poll
 from pytest_triton.servers.wait import stderr_progress
 from pytest_triton.servers.wait import wait_until
 
@@ -70,13 +68,10 @@ DEFAULT_STARTUP_TIMEOUT = 600.0
 class DockerLauncher(ServerBase):
     """Triton in a container of ``image`` serving ``repository`` (staged, read-only at ``/models``).
 
-    ``models`` (None: every model folder) load at startup with explicit model control. ``gpus``: False,
-    True/"all", or device ids ("0,1"). ``network``: "host" (ports chosen here, bound on 127.0.0.1) or
-    "bridge" (Triton's ports published on 127.0.0.1). ``pull``: "missing", "always" or "never".
-    testcontainers' Ryuk follows ``TESTCONTAINERS_RYUK_DISABLED``; this package's reaper needs nothing pulled.
-    ``ulimits`` (None: memlock=-1, stack=64 MiB, updated by ``$PYTEST_TRITON_DOCKER_ULIMITS``, e.g.
-    ``memlock=8388608`` where the daemon may not raise it) are set soft and hard.
-    The repository is staged into the launcher's own work folder (removed at stop).
+    ``models`` (None: every model folder) load at startup. ``gpus``: False, True/"all", or device ids ("0,1").
+    ``network``: "host" (ports chosen here, bound on 127.0.0.1) or "bridge" (Triton's ports published on
+    127.0.0.1). ``pull``: "missing", "always" or "never". ``ulimits`` (None: memlock=-1, stack=64 MiB, updated
+    by ``$PYTEST_TRITON_DOCKER_ULIMITS``, e.g. ``memlock=8388608`` where the daemon may not raise it).
     """
 
     name: ClassVar[str] = "docker"
@@ -133,18 +128,10 @@ class DockerLauncher(ServerBase):
     ) -> Self:
         """A launcher from the common options. Settings: ``image``, ``container_startup_timeout``
         (seconds) and those of :func:`~pytest_triton.servers.docker.container.container_settings`."""
-        if repository is None:
-            raise ServerStartError("the docker launcher serves a model repository: give its folder")
-        return cls(
-            repository,
-            models=models,
-            image=str(options.setting("image", DEFAULT_IMAGE)),
-            **container_settings(options),
-            startup_timeout=float(options.setting("container_startup_timeout", DEFAULT_CONTAINER_STARTUP_TIMEOUT)),
-            sagemaker=options.sagemaker,
-            env=options.env,
-            progress=options.progress,
-        )
+        folder, common = cls._served_from(repository, options, models)
+        timeout = float(options.setting("container_startup_timeout", DEFAULT_CONTAINER_STARTUP_TIMEOUT))
+        image = str(options.setting("image", DEFAULT_IMAGE))
+        return cls(folder, image=image, **container_settings(options), **{**common, "startup_timeout": timeout})
 
     @property
     def backends(self) -> frozenset[str]:
@@ -180,8 +167,7 @@ class DockerLauncher(ServerBase):
     def _launch(self, prepared: Prepared, attempt: int) -> None:
         ports = self._local_ports()
         host_network = self.container.network == "host"
-        if self.control_key is None and self.container.facts().restricted_api:
-            self.control_key = ControlKey()
+        key = self._control_key_if(self.container.facts().restricted_api)
         sagemaker_port = (ports[3] if host_network else CONTAINER_PORTS["sagemaker"]) if self.sagemaker else None
         args = tritonserver_args(
             CONTAINER_REPOSITORY,
@@ -190,7 +176,7 @@ class DockerLauncher(ServerBase):
             bind_local=host_network,
             sagemaker_port=sagemaker_port,
             exit_timeout=self.exit_timeout,
-            control_key=self.control_key,
+            control_key=key,
         )
         self.command = ["tritonserver", *args, *self.extra_args]
         env = self._server_env(prepared)
@@ -206,24 +192,16 @@ class DockerLauncher(ServerBase):
     def _wait_ready(self, prepared: Prepared, budget: Budget) -> None:
         """Ready: ``/v2/health/live`` and every model READY (the container's state checked at each poll),
         the SageMaker frontend's ``/ping`` where it serves one, and ``/v2/health/ready`` 200."""
-        rest = self._control_rest()
-        ping = f"{self.urls.sagemaker}/ping" if self.urls.sagemaker else None
-        models = list(prepared.models)
+        rest, models, sagemaker = self._control_rest(), list(prepared.models), self.urls.sagemaker
 
         def check() -> Poll:
             self._check_running()
-            poll = models_poll(rest, models)
-            if poll.done and ping is not None:  # the SageMaker frontend starts after the HTTP one
-                try:
-                    fetch_text(ping, timeout=2.0)
-                except ServerError as err:
-                    return Poll(False, f"SageMaker frontend not answering yet: {err}")
-            return poll
+            poll = models_poll(rest, models)  # the SageMaker frontend starts after the HTTP one
+            return ping_poll(sagemaker) if poll.done and sagemaker else poll
 
         try:
             wait_until(check, timeout=budget.left(), interval=0.25, progress=self.progress, log_tail=self.log_tail)
-            if not rest.ready():
-                raise ServerStartError("tritonserver is up but /v2/health/ready is not 200", log_tail=self.log_tail())
+            self._require_health_ready(rest)
         finally:
             rest.close()
 

@@ -42,10 +42,10 @@ from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import help_text
 from pytest_triton.servers.binary import resolve_binary
-from pytest_triton.servers.control import ControlKey
 from pytest_triton.servers.control import ModelControl
 from pytest_triton.servers.control import has_restricted_api
 from pytest_triton.servers.local.triton_process import TritonProcess
+from pytest_triton.servers.logs import LogFile
 from pytest_triton.servers.logs import loaded_models
 from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.logs import server_error
@@ -73,17 +73,14 @@ _NO_GPU_HINT = (
 class LocalLauncher(ServerBase):
     """A ``tritonserver`` process serving ``repository`` on 127.0.0.1, stopped with everything it started.
 
-    The repository is staged into the launcher's own work folder first (``prepare``), so nothing is written
-    into it (the python backend writes ``__pycache__`` beside each model.py), and on a server without the
-    onnxruntime backend ONNX models are adapted there for this binary's backends and this machine's GPUs.
-    ``models`` (None: every model folder) are loaded at startup with ``--model-control-mode=explicit``;
-    ``start()`` returns once all of them are ready and raises :class:`ModelLoadError` with Triton's reason
-    for each one that failed. ``binary`` is a path or a :class:`TritonBinary` (None: see
-    :func:`find_tritonserver`). ``sagemaker=True`` adds the SageMaker frontend on its own port (it binds
-    0.0.0.0: Triton 2.51 has no address flag for it). ``auto_complete_config=False`` passes
-    ``--disable-auto-complete-config``: python models then load about 1.3 s faster, but every config must be
-    complete. ``exit_timeout`` is Triton's ``--exit-timeout-secs``: 0 stops without the models'
-    ``finalize()``; a few seconds lets python models finalize.
+    ``prepare`` stages the repository into the launcher's work folder (nothing is written into it) and, on a
+    server without the onnxruntime backend, adapts ONNX models there for this binary and this machine's GPUs.
+    ``models`` (None: every model folder) load at startup; ``start()`` returns once all are ready and raises
+    :class:`ModelLoadError` with Triton's reason for each that failed. ``binary``: a path or a
+    :class:`TritonBinary` (None: :func:`find_tritonserver`). ``sagemaker=True`` adds the SageMaker frontend
+    (it binds 0.0.0.0: Triton 2.51 has no address flag for it). ``auto_complete_config=False`` passes
+    ``--disable-auto-complete-config`` (every config must then be complete). ``exit_timeout`` is Triton's
+    ``--exit-timeout-secs`` (0 stops without the models' ``finalize()``).
     """
 
     name: ClassVar[str] = "local"
@@ -131,18 +128,8 @@ class LocalLauncher(ServerBase):
         cls, repository: Path | None, options: ServeOptions, *, models: Sequence[str] | None = None
     ) -> Self:
         """A launcher from the common options; setting ``tritonserver`` names the binary."""
-        if repository is None:
-            raise ServerStartError("the local launcher serves a model repository: give its folder")
-        return cls(
-            repository,
-            models=models,
-            binary=options.setting("tritonserver"),
-            gpu=options.gpu,
-            startup_timeout=options.startup_timeout,
-            sagemaker=options.sagemaker,
-            env=options.env,
-            progress=options.progress,
-        )
+        folder, common = cls._served_from(repository, options, models)
+        return cls(folder, binary=options.setting("tritonserver"), gpu=options.gpu, **common)
 
     @cached_property
     def binary(self) -> TritonBinary:
@@ -193,50 +180,31 @@ class LocalLauncher(ServerBase):
             raise ServerStartError(_NO_GPU_HINT)
 
     def _launch(self, prepared: Prepared, attempt: int) -> None:
-        binary = self.binary
-        ports = self._local_ports()
-        if self.control_key is None and has_restricted_api(help_text(binary)):
-            self.control_key = ControlKey()
+        binary, ports = self.binary, self._local_ports()
+        key = self._control_key_if(has_restricted_api(help_text(binary)))
         args = tritonserver_args(
             prepared.folder,
             prepared.models,
             ports,
             sagemaker_port=ports[3] if self.sagemaker else None,
             exit_timeout=self.exit_timeout,
-            control_key=self.control_key,
+            control_key=key,
         )
-        self.command = [str(binary.path), *args, *self._process.binary_flags(binary)]
-        if not self.auto_complete_config:
-            self.command.append("--disable-auto-complete-config")
-        self.command += self.extra_args
+        complete = [] if self.auto_complete_config else ["--disable-auto-complete-config"]
+        self.command = [str(binary.path), *args, *self._process.binary_flags(binary), *complete, *self.extra_args]
         env = self._server_env(prepared, binary.environ())
         self._process.spawn(self.command, env, f"tritonserver-{attempt}.log")
 
     def _wait_ready(self, prepared: Prepared, budget: Budget) -> None:
-        """Ready: every frontend started (read from the log, which is cheap: polled every 50 ms), every
-        startup model READY in the repository index, and ``/v2/health/ready`` 200."""
-        log, models = self._process.log, list(prepared.models)
+        """Ready: every frontend started (read from the log), every startup model READY in the repository index,
+        and ``/v2/health/ready`` 200."""
+        log, models, rest = self._process.log, list(prepared.models), self._control_rest()
         assert log is not None
-        rest = self._control_rest()
-        frontends = ["Started GRPCInferenceService", "Started HTTPService", "Started Metrics Service"]
-        if self.sagemaker:
-            frontends.append("Started Sagemaker HTTPService")
-        seen: set[str] = set()
-
-        def check() -> Poll:
-            for line in log.read_new():
-                seen.update(f for f in frontends if f in line)
-            self._check_running()
-            if len(seen) < len(frontends):  # Triton loads the startup models before opening its ports
-                ok, failed = loaded_models(log.lines())
-                return Poll(False, f"{len(ok & set(models))}/{len(models)} models loaded, {len(failed)} failed")
-            return Poll(True)
-
-        wait_until(check, timeout=budget.left(), interval=0.05, progress=self.progress, log_tail=self.log_tail)
+        frontends = [*FRONTENDS, *([SAGEMAKER_FRONTEND] if self.sagemaker else [])]
+        wait_for_frontends(log, frontends, models, self._check_running, budget, self.progress, self.log_tail)
         check_startup_models(rest, models, log.lines(), self.log_tail)
         wait_models_ready(rest, models, timeout=budget.left(), progress=self.progress, log_tail=self.log_tail)
-        if not rest.ready():
-            raise ServerStartError("tritonserver is up but /v2/health/ready is not 200", log_tail=self.log_tail())
+        self._require_health_ready(rest)
         self._check_running()
 
     def _ended_words(self, how: str) -> str:
@@ -247,6 +215,35 @@ class LocalLauncher(ServerBase):
 
     def _describe(self) -> str:
         return f"repository={str(self.repository)!r}, pid={self.pid}"
+
+
+FRONTENDS = ("Started GRPCInferenceService", "Started HTTPService", "Started Metrics Service")
+SAGEMAKER_FRONTEND = "Started Sagemaker HTTPService"
+
+
+def wait_for_frontends(
+    log: LogFile,
+    frontends: Sequence[str],
+    models: Sequence[str],
+    check_running: Callable[[], None],
+    budget: Budget,
+    progress: ProgressCallback | None,
+    log_tail: Callable[[], str],
+) -> None:
+    """Wait until the log says every frontend started (Triton loads the startup models before it opens its
+    ports): reading the log is cheap, so it is polled every 50 ms, and the progress counts the loaded models."""
+    seen: set[str] = set()
+
+    def check() -> Poll:
+        for line in log.read_new():
+            seen.update(f for f in frontends if f in line)
+        check_running()
+        if len(seen) < len(frontends):
+            ok, failed = loaded_models(log.lines())
+            return Poll(False, f"{len(ok & set(models))}/{len(models)} models loaded, {len(failed)} failed")
+        return Poll(True)
+
+    wait_until(check, timeout=budget.left(), interval=0.05, progress=progress, log_tail=log_tail)
 
 
 def check_startup_models(rest: TritonRest, models: list[str], lines: list[str], log_tail: Callable[[], str]) -> None:
