@@ -35,7 +35,7 @@ from pytest_triton.errors import ConfigError
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.process import make_owned_workdir
-from pytest_triton.servers.sagemaker.local import default_model_env
+from pytest_triton.servers.sagemaker.model_data import default_model_env
 from pytest_triton.servers.server import ServerBase
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress

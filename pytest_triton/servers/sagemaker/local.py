@@ -1,11 +1,12 @@
 """The ``sagemaker-local`` launcher: Triton started the way the SageMaker Triton container's serve script does.
 
 It takes a model.tar.gz (what ``--cloud`` uploads) or a repository folder, unpacks it into its own work
-folder (the stand-in for ``/opt/ml/model``), derives the command line with
-:func:`~pytest_triton.cloud.serve_script.serve_plan` from the container environment (the archive's
-``<archive>.env`` sidecar, or a folder's ``sagemaker.env``, then the given ``env``) and runs the ``tritonserver``
-binary with only the SageMaker frontend: no HTTP, so no model control; gRPC and metrics only where the variables
-turn them on. It is ready when ``/ping`` answers 200, as SageMaker's health check requires.
+folder (the stand-in for ``/opt/ml/model``, :mod:`~pytest_triton.servers.sagemaker.model_data`), derives the
+command line with :func:`~pytest_triton.cloud.serve_script.serve_plan` from the container environment (the
+archive's ``<archive>.env`` sidecar, or a folder's ``sagemaker.env``, then the given ``env``) and runs the
+``tritonserver`` binary with only the SageMaker frontend: no HTTP, so no model control; gRPC and metrics only
+where the variables turn them on (:class:`LaunchPlan`). It is ready when ``/ping`` answers 200, as SageMaker's
+health check requires.
 
 Two deviations from the container, both announced in :attr:`notes`: ONNX models are adapted for a binary
 without the onnxruntime backend (as the local launcher does), and the ports are free ones on this machine
@@ -25,10 +26,12 @@ the image has no onnxruntime backend.
 
 from __future__ import annotations
 
+import functools
 import os
-import shutil
+from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,7 +42,6 @@ from pytest_triton.client.rest import fetch_text
 from pytest_triton.client.urls import LOCALHOST
 from pytest_triton.client.urls import InferenceEndpoint
 from pytest_triton.client.urls import ServerUrls
-from pytest_triton.cloud.serve_script import SINGLE_MODEL_REPOSITORY
 from pytest_triton.cloud.serve_script import RepositoryLayout
 from pytest_triton.cloud.serve_script import ServePlan
 from pytest_triton.cloud.serve_script import serve_plan
@@ -49,11 +51,6 @@ from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
 from pytest_triton.hardware import gpu_visible
 from pytest_triton.model_archive import DEFAULT_MODEL_ENV
-from pytest_triton.model_archive import FOLDER_SIDECAR
-from pytest_triton.model_archive import folder_env
-from pytest_triton.model_archive import read_env_file
-from pytest_triton.model_archive import sidecar_env
-from pytest_triton.model_archive import unpack_model_archive
 from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
@@ -68,6 +65,12 @@ from pytest_triton.servers.local.triton_process import TritonProcess
 from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.logs import server_error
 from pytest_triton.servers.ports import reserve_ports
+from pytest_triton.servers.sagemaker.model_data import MODEL_MOUNT
+from pytest_triton.servers.sagemaker.model_data import default_model_env
+from pytest_triton.servers.sagemaker.model_data import read_container_env
+from pytest_triton.servers.sagemaker.model_data import serve_script_checks
+from pytest_triton.servers.sagemaker.model_data import server_repository
+from pytest_triton.servers.sagemaker.model_data import unpack_as_sagemaker
 from pytest_triton.servers.server import Budget
 from pytest_triton.servers.server import Runner
 from pytest_triton.servers.server import ServerBase
@@ -83,30 +86,21 @@ if TYPE_CHECKING:
     from pytest_triton.client.transports import SageMakerTransport
 
 _FRONTEND_STARTED = "Started Sagemaker HTTPService"
-MODEL_MOUNT = SINGLE_MODEL_REPOSITORY.rstrip("/")  # where SageMaker puts the unpacked model.tar.gz
-_MULTI_MODEL = (
-    "SAGEMAKER_MULTI_MODEL=true: multi-model endpoints load models per request from S3, which "
-    "sagemaker-local does not emulate; test each model as a single-model archive"
-)
+# the settings the launcher reads: the docker launcher's container settings, for a run in an image
+LOCAL_SETTINGS: Mapping[str, str] = {
+    **CONTAINER_SETTINGS,
+    "image": "a Triton image to run the server in (default: a process here)",
+    "tritonserver": "the tritonserver binary of the process (default: on PATH, else nvidia-pytriton's)",
+}
 
 
 @final
 class SageMakerLocalLauncher(ServerBase):
-    """A ``tritonserver`` serving a model.tar.gz (or folder) exactly as the SageMaker Triton container would.
-
-    ``env`` is the container environment (``SAGEMAKER_TRITON_DEFAULT_MODEL_NAME`` and the other variables of
-    the serve script), on top of the archive's ``<archive>.env`` sidecar (a folder's ``sagemaker.env``).
-    ``start()`` raises
-    :class:`ConfigError` where the serve script would exit before Triton starts, with its own words.
-    ``image`` (a name, or a :class:`TritonContainer` with its settings) runs it in a container of that image.
-    """
+    """A ``tritonserver`` serving a model.tar.gz (or folder) exactly as the SageMaker Triton container would;
+    ``start()`` raises :class:`ConfigError` where the serve script would exit before Triton starts, in its words."""
 
     name: ClassVar[str] = "sagemaker-local"
-    setting_keys: ClassVar[Mapping[str, str]] = {
-        **CONTAINER_SETTINGS,
-        "image": "a Triton image to run the server in (default: a process here)",
-        "tritonserver": "the tritonserver binary of the process (default: on PATH, else nvidia-pytriton's)",
-    }
+    setting_keys: ClassVar[Mapping[str, str]] = LOCAL_SETTINGS
     # only the default model answers /invocations: a repository is served once per model it is called for
     serves_one_model: ClassVar[bool] = True
 
@@ -124,7 +118,6 @@ class SageMakerLocalLauncher(ServerBase):
         progress: ProgressCallback | None = stderr_progress,
     ) -> None:
         self.container = _container(image, gpu=gpu, progress=progress)
-        # what runs the server: this machine's process, or the container
         runner: Runner = self.container or TritonProcess("sagemaker-local tritonserver", staging=staging)
         super().__init__(
             Path(source).absolute(),
@@ -135,8 +128,7 @@ class SageMakerLocalLauncher(ServerBase):
             env=env,
             progress=progress,
         )
-        self.gpu = gpu
-        self.staging = staging
+        self.gpu, self.staging = gpu, staging
         self.notes: list[str] = []
         self.plan: ServePlan | None = None
         self._binary_arg = binary
@@ -146,24 +138,17 @@ class SageMakerLocalLauncher(ServerBase):
     def from_options(
         cls, repository: Path | None, options: ServeOptions, *, models: Sequence[str] | None = None
     ) -> Self:
-        """A launcher from the common options: ``repository`` is a model.tar.gz or a folder; ``models`` must be
-        None or the one default model (SageMaker serves one); setting ``tritonserver`` names the binary, and
-        ``image`` an image to run it in instead (with the docker launcher's container settings)."""
+        """From the common options: ``repository`` a model.tar.gz or folder, ``models`` None or its default model."""
         if repository is None:
             raise ConfigError("the sagemaker-local launcher serves a model.tar.gz or a repository folder: give one")
-        env = default_model_env(options.env, models)
-        image = options.setting("image")
-        container = None
-        if image is not None:
-            container = TritonContainer(str(image), **container_settings(options), progress=options.progress)
-        timeout = options.setting("container_startup_timeout", DEFAULT_CONTAINER_STARTUP_TIMEOUT) if container else None
+        container, startup_timeout = container_from_options(options)
         return cls(
             repository,
-            env=env,
+            env=default_model_env(options.env, models),
             binary=options.setting("tritonserver"),
             image=container,
             gpu=options.gpu,
-            startup_timeout=float(timeout) if timeout is not None else options.startup_timeout,
+            startup_timeout=startup_timeout,
             staging=options.staging,
             progress=options.progress,
         )
@@ -171,8 +156,7 @@ class SageMakerLocalLauncher(ServerBase):
     @property
     def source(self) -> Path:
         """The model.tar.gz or folder served."""
-        assert self.repository is not None
-        return self.repository
+        return self._source()
 
     @property
     def control(self) -> None:
@@ -208,99 +192,50 @@ class SageMakerLocalLauncher(ServerBase):
         return self.plan.default_model
 
     def container_env(self) -> dict[str, str]:
-        """The container's environment: the archive's ``<archive>.env`` or the folder's ``sagemaker.env``, then
-        ``env``."""
-        if is_archive(self.source):
-            sidecar = sidecar_env(self.source)
-            values = read_env_file(sidecar) if sidecar.is_file() else {}
-        else:
-            values = folder_env(self.source)[0]
-        values.update(self.env)
-        return values
+        """The container's environment: the archive's ``<archive>.env`` or the folder's ``sagemaker.env``, then env."""
+        return read_container_env(self.source, self.env)
 
     def prepare(self, source: Path | None = None) -> Prepared:
-        """Unpack (or copy) the archive into the work folder as /opt/ml/model, check it as the serve script
-        does, adapt ONNX models for this binary (or image), and settle the command line."""
+        """Unpack the archive (copy the folder) as /opt/ml/model, check it as the serve script does, adapt ONNX."""
         if source is not None:
             self.repository = Path(source).absolute()
         if self._prepared is not None:
             return self._prepared
         model_dir = unpack_as_sagemaker(self.source, self._runner().workdir() / "model")
-        env = self.container_env()
-        if env.get("SAGEMAKER_MULTI_MODEL") == "true":
-            raise ConfigError(_MULTI_MODEL)
         # the serve script's checks run on what SageMaker unpacked, before any adaptation
-        self.plan = serve_plan(env, RepositoryLayout.of(model_dir), model_repository=self._repository(model_dir))
+        plan = self.plan = serve_script_checks(self.container_env(), model_dir, in_container=self.container is not None)
         if self.container is not None:
             adapted = adapt_for_image(model_dir, self.container.facts(), gpu=self.container.gpu)
             self.notes.append(container_note(self.container))
         else:
             adapted = adapt_for_backends(model_dir, self.backends, self.has_gpu)
         self._model_dir = model_dir
-        self.notes += list(self.plan.warnings)
-        assert self.plan.default_model is not None
-        self._prepared = Prepared(
-            self.source, model_dir, (self.plan.default_model,), tuple(adapted), tuple(self.notes), "/opt/ml/model"
-        )
+        self.notes += list(plan.warnings)
+        models, notes = (self.default_model,), tuple(self.notes)
+        self._prepared = Prepared(self.source, model_dir, models, tuple(adapted), notes, MODEL_MOUNT)
         return self._prepared
 
     def transport(self, protocol: InferenceEndpoint = "sagemaker", *, binary: bool = True) -> SageMakerTransport:
         """The ``/invocations`` transport for the default model (inputs read from its config.pbtxt)."""
-        from pytest_triton.client.transports import SageMakerTransport
-        from pytest_triton.cloud.specs import model_input_specs
-
         if protocol != "sagemaker":
             raise ConfigError(f"protocol={protocol!r}: sagemaker-local serves only 'sagemaker' (/invocations)")
-        url = self.urls.sagemaker
-        assert url is not None
-        return SageMakerTransport(url, model_input_specs(self.model_dir, self.default_model), binary=binary)
-
-    def _repository(self, model_dir: Path) -> str | Path:
-        """The repository as the server sees it: /opt/ml/model/ in the container, the work folder here."""
-        return SINGLE_MODEL_REPOSITORY if self.container is not None else model_dir
+        return invocations_transport(self.urls, self.model_dir, self.default_model, binary=binary)
 
     def _launch(self, prepared: Prepared, attempt: int) -> None:
         """Start Triton as the container would: the serve script's command line from the environment."""
-        env = self.container_env()
-        placed = free_ports_env(env, self._runner())
-        if placed:
-            self.notes.append("ports chosen here: " + ", ".join(f"{k}={v}" for k, v in placed.items()))
-        env.update(placed)
-        loopback, bound = loopback_env(env)
-        if bound:
-            self.notes.append(f"{' and '.join(bound)} bound to {LOCALHOST}")
-        env.update(loopback)
-        gpus = _gpu_count() if self.has_gpu else 0
-        layout = RepositoryLayout.of(self.model_dir)
-        plan = self.plan = serve_plan(env, layout, gpu_count=gpus, model_repository=self._repository(self.model_dir))
-        assert plan.default_model is not None
-        env[DEFAULT_MODEL_ENV] = plan.default_model  # the script exports it
-        self._urls = _urls(plan)
+        launch = LaunchPlan.of(self.container_env(), self._runner(), self.model_dir, gpu=self.has_gpu)
+        self.notes += launch.notes
+        self.plan, self._urls, args = launch.plan, launch.urls, launch.plan.args
         if isinstance(self.runner, TritonProcess):
-            binary = self.binary
-            self.command = [str(binary.path), *plan.args, *self.runner.binary_flags(binary)]
-            self.runner.spawn(self.command, {**binary.environ(), **env}, "tritonserver.log")
+            self.command = [str(self.binary.path), *args, *self.runner.binary_flags(self.binary)]
+            self.runner.spawn(self.command, {**self.binary.environ(), **launch.env}, "tritonserver.log")
         elif self.container is not None:
-            self.command = ["serve"] if self.container.facts().serve_script else ["tritonserver", *plan.args]
-            self.container.run(self.command, env, mounts={self.model_dir: MODEL_MOUNT})
+            self.command = ["serve"] if self.container.facts().serve_script else ["tritonserver", *args]
+            self.container.run(self.command, launch.env, mounts={self.model_dir: MODEL_MOUNT})
 
     def _wait_ready(self, prepared: Prepared, budget: Budget) -> None:
         """Ready: the SageMaker frontend started (read from the log) and ``/ping`` answers 200."""
-        log = self._runner().log
-        assert log is not None
-        ping = f"{self.urls.sagemaker}/ping"
-
-        def check() -> Poll:
-            log.read_new()
-            self._check_running()
-            if not any(_FRONTEND_STARTED in line for line in log.lines()):
-                return Poll(False, f"loading {self.default_model}")
-            try:
-                fetch_text(ping, timeout=2.0)
-            except ServerError as exc:
-                return Poll(False, str(exc))
-            return Poll(True, "/ping answered 200")
-
+        check = functools.partial(frontend_ready, self._runner(), self.urls, self._check_running, self.default_model)
         what, tail = "sagemaker-local tritonserver", self.log_tail
         wait_until(check, timeout=budget.left(), what=what, interval=0.1, progress=self.progress, log_tail=tail)
 
@@ -312,22 +247,77 @@ class SageMakerLocalLauncher(ServerBase):
         return f"source={str(self.source)!r}, urls={self._urls}"
 
 
-def default_model_env(env: Mapping[str, str], models: Sequence[str] | None) -> dict[str, str]:
-    """``env`` with the one model of ``models`` as the endpoint's default model (None: as ``env`` says)."""
-    given = dict(env)
-    if models is not None:
-        if len(models) != 1:
-            raise ConfigError(
-                f"models={list(models)!r}: a SageMaker endpoint serves one model (its default model); "
-                f"name one, or set {DEFAULT_MODEL_ENV}"
-            )
-        given.setdefault(DEFAULT_MODEL_ENV, models[0])
-    return given
+def container_from_options(options: ServeOptions) -> tuple[TritonContainer | None, float]:
+    """The container setting ``image`` asks for (with the docker launcher's container settings; None: a process
+    here) and the startup timeout that goes with it."""
+    image = options.setting("image")
+    if image is None:
+        return None, options.startup_timeout
+    container = TritonContainer(str(image), **container_settings(options), progress=options.progress)
+    return container, float(options.setting("container_startup_timeout", DEFAULT_CONTAINER_STARTUP_TIMEOUT))
 
 
-def is_archive(path: Path) -> bool:
-    """Whether ``path`` names a model archive (``.tar.gz``, ``.tgz``, ``.tar``) rather than a folder."""
-    return path.name.endswith((".tar.gz", ".tgz", ".tar"))
+@dataclass(frozen=True)
+class LaunchPlan:
+    """How one attempt starts, as the serve script starts it but on this machine: the container environment
+    with free ports for the frontends it opens (where ``env`` places none) and 127.0.0.1 for gRPC and metrics,
+    the serve script's plan over that environment, and the notes saying what was placed here."""
+
+    env: dict[str, str]
+    plan: ServePlan
+    notes: tuple[str, ...]
+
+    @classmethod
+    def of(cls, env: Mapping[str, str], runner: Runner, model_dir: Path, *, gpu: bool) -> Self:
+        """The plan for the unpacked ``model_dir`` on ``runner`` (the container, or a process here), with the GPUs
+        of this machine where ``gpu``; the ports are reserved on ``runner``, which releases them."""
+        env, notes = dict(env), []
+        placed = free_ports_env(env, runner)
+        if placed:
+            notes.append("ports chosen here: " + ", ".join(f"{k}={v}" for k, v in placed.items()))
+        env.update(placed)
+        loopback, bound = loopback_env(env)
+        if bound:
+            notes.append(f"{' and '.join(bound)} bound to {LOCALHOST}")
+        env.update(loopback)
+        gpus = _gpu_count() if gpu else 0
+        repository = server_repository(model_dir, in_container=isinstance(runner, TritonContainer))
+        plan = serve_plan(env, RepositoryLayout.of(model_dir), gpu_count=gpus, model_repository=repository)
+        assert plan.default_model is not None
+        env[DEFAULT_MODEL_ENV] = plan.default_model  # the script exports it
+        return cls(env, plan, tuple(notes))
+
+    @property
+    def urls(self) -> ServerUrls:
+        """Where the frontends of the plan listen, on 127.0.0.1 (gRPC and metrics only where it turns them on)."""
+        return _urls(self.plan)
+
+
+def frontend_ready(runner: Runner, urls: ServerUrls, check_running: Callable[[], None], model: str) -> Poll:
+    """One look at a server starting to serve ``model``: ready once its log says the SageMaker frontend started
+    and its ``/ping`` answers 200; ``check_running`` raises where the server has ended."""
+    log = runner.log
+    assert log is not None
+    log.read_new()
+    check_running()
+    if not any(_FRONTEND_STARTED in line for line in log.lines()):
+        return Poll(False, f"loading {model}")
+    try:
+        fetch_text(f"{urls.sagemaker}/ping", timeout=2.0)
+    except ServerError as exc:
+        return Poll(False, str(exc))
+    return Poll(True, "/ping answered 200")
+
+
+def invocations_transport(urls: ServerUrls, model_dir: Path, model: str, *, binary: bool) -> SageMakerTransport:
+    """The ``/invocations`` transport for ``model`` at ``urls``, its inputs read from its config.pbtxt under
+    ``model_dir``."""
+    from pytest_triton.client.transports import SageMakerTransport
+    from pytest_triton.cloud.specs import model_input_specs
+
+    url = urls.sagemaker
+    assert url is not None
+    return SageMakerTransport(url, model_input_specs(model_dir, model), binary=binary)
 
 
 def _container(
@@ -344,21 +334,6 @@ def _container(
                 "chosen here become SAGEMAKER_BIND_TO_PORT); drop --triton-setting network=bridge"
             )
     return image
-
-
-def unpack_as_sagemaker(source: Path, model_dir: Path) -> Path:
-    """Unpack a model.tar.gz (or copy a folder as its archive would hold it) into ``model_dir``, as SageMaker does."""
-    if not source.exists():
-        raise ConfigError(f"{str(source)!r} does not exist; pass a model.tar.gz or a repository folder")
-    if is_archive(source):
-        unpack_model_archive(source, model_dir)
-    elif source.is_dir():
-        # as the packaged archive would hold it: nothing hidden (.env, .git), no sidecar
-        ignore = shutil.ignore_patterns(".*", FOLDER_SIDECAR, "__pycache__")
-        shutil.copytree(source, model_dir, symlinks=False, ignore=ignore)
-    else:
-        raise ConfigError(f"{str(source)!r} is neither a model.tar.gz nor a repository folder")
-    return model_dir
 
 
 def container_note(container: TritonContainer) -> str:
