@@ -13,8 +13,6 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "pytest_triton"
 MAX_LAUNCHER_LINES = 150
-# over the limit and being shrunk elsewhere: a name leaves this set once its class is a page (a test says when)
-PENDING = frozenset({"LocalLauncher", "DockerLauncher"})
 
 
 def builtin_launchers(root: Path = PACKAGE) -> dict[str, str]:
@@ -44,20 +42,13 @@ def launcher_lines(root: Path = PACKAGE) -> dict[str, int]:
     return {target.partition(":")[2]: class_lines(root, target) for target in builtin_launchers(root).values()}
 
 
-def oversized(lines: dict[str, int], pending: frozenset[str] = PENDING) -> dict[str, int]:
-    """The classes of ``lines`` over :data:`MAX_LAUNCHER_LINES`, but for those ``pending``."""
-    return {name: n for name, n in lines.items() if n > MAX_LAUNCHER_LINES and name not in pending}
+def oversized(lines: dict[str, int]) -> dict[str, int]:
+    """The classes of ``lines`` over :data:`MAX_LAUNCHER_LINES`."""
+    return {name: n for name, n in lines.items() if n > MAX_LAUNCHER_LINES}
 
 
 def test_every_builtin_launcher_class_is_a_page() -> None:
     assert oversized(launcher_lines()) == {}, f"launcher classes over {MAX_LAUNCHER_LINES} lines"
-
-
-def test_pending_names_launchers_still_over_the_limit() -> None:
-    # a class shrunk to a page leaves PENDING, so the list says what is left to do and never hides a regrowth
-    lines = launcher_lines()
-    assert set(PENDING) <= set(lines), "PENDING names a class the registry does not"
-    assert {name for name in PENDING if lines[name] <= MAX_LAUNCHER_LINES} == set(), "remove these from PENDING"
 
 
 def test_the_check_sees_a_class_over_the_limit(tmp_path: Path) -> None:
@@ -75,5 +66,4 @@ def test_the_check_sees_a_class_over_the_limit(tmp_path: Path) -> None:
         (root / "servers" / f"{module}.py").write_text("import os\n\n\n" + "\n".join(lines) + "\n\n\nY = 1\n")
     measured = launcher_lines(root)
     assert measured == {"BigLauncher": 151, "PageLauncher": 150}
-    assert oversized(measured, frozenset()) == {"BigLauncher": 151}
-    assert oversized(measured, frozenset({"BigLauncher"})) == {}
+    assert oversized(measured) == {"BigLauncher": 151}

@@ -55,7 +55,11 @@ from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.binary import TritonBinary
+from pytest_triton.servers.binary import help_text
 from pytest_triton.servers.binary import resolve_binary
+from pytest_triton.servers.control import RESTRICTED_API_FLAGS
+from pytest_triton.servers.control import ControlKey
+from pytest_triton.servers.control import has_restricted_api
 from pytest_triton.servers.docker.container import CONTAINER_SETTINGS
 from pytest_triton.servers.docker.container import DEFAULT_CONTAINER_STARTUP_TIMEOUT
 from pytest_triton.servers.docker.container import TritonContainer
@@ -86,6 +90,7 @@ if TYPE_CHECKING:
     from pytest_triton.client.transports import SageMakerTransport
 
 _FRONTEND_STARTED = "Started Sagemaker HTTPService"
+ADDITIONAL_ARGS = "SAGEMAKER_TRITON_ADDITIONAL_ARGS"  # the serve script appends its words to Triton's command line
 # the settings the launcher reads: the docker launcher's container settings, for a run in an image
 LOCAL_SETTINGS: Mapping[str, str] = {
     **CONTAINER_SETTINGS,
@@ -223,9 +228,10 @@ class SageMakerLocalLauncher(ServerBase):
 
     def _launch(self, prepared: Prepared, attempt: int) -> None:
         """Start Triton as the container would: the serve script's command line from the environment."""
-        launch = LaunchPlan.of(self.container_env(), self._runner(), self.model_dir, gpu=self.has_gpu)
+        binary = None if self.container is not None else self.binary
+        launch = LaunchPlan.of(self.container_env(), self._runner(), self.model_dir, gpu=self.has_gpu, binary=binary)
         self.notes += launch.notes
-        self.plan, self._urls, args = launch.plan, launch.urls, launch.plan.args
+        self.plan, self._urls, args, self.control_key = launch.plan, launch.urls, launch.plan.args, launch.control_key
         if isinstance(self.runner, TritonProcess):
             self.command = [str(self.binary.path), *args, *self.runner.binary_flags(self.binary)]
             self.runner.spawn(self.command, {**self.binary.environ(), **launch.env}, "tritonserver.log")
@@ -240,7 +246,6 @@ class SageMakerLocalLauncher(ServerBase):
         wait_until(check, timeout=budget.left(), what=what, interval=0.1, progress=self.progress, log_tail=tail)
 
     def _start_failure(self, code: int, how: str, lines: list[str]) -> Exception:
-        assert self.plan is not None
         return start_failure(self.plan, self.default_model, code, how, lines, self.log_tail())
 
     def _describe(self) -> str:
@@ -266,11 +271,15 @@ class LaunchPlan:
     env: dict[str, str]
     plan: ServePlan
     notes: tuple[str, ...]
+    control_key: ControlKey | None = None
 
     @classmethod
-    def of(cls, env: Mapping[str, str], runner: Runner, model_dir: Path, *, gpu: bool) -> Self:
-        """The plan for the unpacked ``model_dir`` on ``runner`` (the container, or a process here), with the GPUs
-        of this machine where ``gpu``; the ports are reserved on ``runner``, which releases them."""
+    def of(
+        cls, env: Mapping[str, str], runner: Runner, model_dir: Path, *, gpu: bool, binary: TritonBinary | None = None
+    ) -> Self:
+        """The plan for the unpacked ``model_dir`` on ``runner`` (the container, or a process here of ``binary``),
+        with the GPUs of this machine where ``gpu``; the ports are reserved on ``runner``, which releases them.
+        Where the plan opens model control (gRPC on) and the binary or image can restrict it, it gets a key."""
         env, notes = dict(env), []
         placed = free_ports_env(env, runner)
         if placed:
@@ -280,12 +289,17 @@ class LaunchPlan:
         if bound:
             notes.append(f"{' and '.join(bound)} bound to {LOCALHOST}")
         env.update(loopback)
+        restricted = runner.facts().restricted_api if isinstance(runner, TritonContainer) else False
+        if binary is not None:
+            restricted = has_restricted_api(help_text(binary))
+        key = ControlKey() if restricted and opens_model_control(env) else None
+        env.update(control_key_env(env, key))
         gpus = _gpu_count() if gpu else 0
         repository = server_repository(model_dir, in_container=isinstance(runner, TritonContainer))
         plan = serve_plan(env, RepositoryLayout.of(model_dir), gpu_count=gpus, model_repository=repository)
         assert plan.default_model is not None
         env[DEFAULT_MODEL_ENV] = plan.default_model  # the script exports it
-        return cls(env, plan, tuple(notes))
+        return cls(env, plan, tuple(notes), key)
 
     @property
     def urls(self) -> ServerUrls:
@@ -361,10 +375,10 @@ def free_ports_env(env: Mapping[str, str], runner: Runner) -> dict[str, str]:
     return dict(zip(missing, (str(p) for p in reservation.ports)))
 
 
-def start_failure(plan: ServePlan, model: str, code: int, how: str, lines: list[str], tail: str) -> Exception:
+def start_failure(plan: ServePlan | None, model: str, code: int, how: str, lines: list[str], tail: str) -> Exception:
     """What a server that ended before ``/ping`` answered raises: ModelLoadError where the log names why the
     default model failed (model namespacing names it "<repository>::<model>"), else ServerStartError."""
-    repository = plan.flag("--model-repository") or ""
+    repository = (plan.flag("--model-repository") if plan is not None else None) or ""
     names = [f"{repository}::{model}", f"{repository.rstrip('/')}::{model}", model]
     reason = next((found for name in names if (found := model_failure_reason(lines, name))), "")
     if reason:
@@ -376,13 +390,29 @@ def start_failure(plan: ServePlan, model: str, code: int, how: str, lines: list[
 def loopback_env(env: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     """``SAGEMAKER_TRITON_ADDITIONAL_ARGS`` with 127.0.0.1 for the gRPC and metrics frontends the variables turn
     on (they bind 0.0.0.0 otherwise; an address the user gave there is kept), and the frontends so bound."""
-    given = env.get("SAGEMAKER_TRITON_ADDITIONAL_ARGS", "")
+    given = env.get(ADDITIONAL_ARGS, "")
     switches = (("grpc", "SAGEMAKER_TRITON_ALLOW_GRPC"), ("metrics", "SAGEMAKER_TRITON_ALLOW_METRICS"))
     bound = [name for name, variable in switches if env.get(variable) == "true" and f"--{name}-address" not in given]
     if not bound:
         return {}, []
     added = [f"--{name}-address={LOCALHOST}" for name in bound]
-    return {"SAGEMAKER_TRITON_ADDITIONAL_ARGS": " ".join([given, *added]).strip()}, bound
+    return {ADDITIONAL_ARGS: " ".join([given, *added]).strip()}, bound
+
+
+def opens_model_control(env: Mapping[str, str]) -> bool:
+    """Whether the container environment opens a frontend with model control: gRPC (the serve script runs
+    Triton with explicit model control), or HTTP turned on through ``SAGEMAKER_TRITON_ADDITIONAL_ARGS``."""
+    return env.get("SAGEMAKER_TRITON_ALLOW_GRPC") == "true" or "--allow-http=true" in env.get(ADDITIONAL_ARGS, "")
+
+
+def control_key_env(env: Mapping[str, str], key: ControlKey | None) -> dict[str, str]:
+    """``SAGEMAKER_TRITON_ADDITIONAL_ARGS`` with the flags that restrict model control to ``key`` (none where
+    ``key`` is None or the variable names a restricted-API option itself), so an image's serve script passes them
+    on too."""
+    given = env.get(ADDITIONAL_ARGS, "")
+    if key is None or any(flag in given for flag in RESTRICTED_API_FLAGS):
+        return {}
+    return {ADDITIONAL_ARGS: " ".join([given, *key.flags()]).strip()}
 
 
 def _sagemaker_port_of(plan: ServePlan) -> int:

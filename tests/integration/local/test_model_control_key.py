@@ -1,5 +1,6 @@
 """Model control behind Triton's restricted-API options, on the embedded tritonserver: the url launcher opens it
-with the server's header and is refused without it; a binary without those options is started without them."""
+with the server's header and is refused without it; a binary without those options is started without them;
+sagemaker-local keys its gRPC model control."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pytest_triton.servers import LocalLauncher
 from pytest_triton.servers import ServeOptions
 from pytest_triton.servers import UrlLauncher
 from pytest_triton.servers import find_tritonserver
+from pytest_triton.servers.sagemaker.local import SageMakerLocalLauncher
 
 from .local_triton_helpers import add_model
 from .local_triton_helpers import echo_model
@@ -79,3 +81,31 @@ def test_a_binary_without_the_options_serves_with_open_model_control(tmp_path: P
         launcher.control.unload("add")
         launcher.control.load("add")
         assert launcher.control.ready("add")
+
+
+def test_sagemaker_local_with_grpc_keeps_its_model_control_behind_the_key(tmp_path: Path) -> None:
+    # the serve script runs Triton with explicit model control: SAGEMAKER_TRITON_ALLOW_GRPC opens it over gRPC
+    import tritonclient.grpc as grpcclient
+    from tritonclient.utils import InferenceServerException
+
+    add_model(tmp_path / "repo")
+    env = {"SAGEMAKER_TRITON_ALLOW_GRPC": "true"}
+    with SageMakerLocalLauncher(tmp_path / "repo", env=env, staging=tmp_path, progress=None) as launcher:
+        assert set(launcher.control_headers) == {"pytest-triton-control", "triton-grpc-protocol-pytest-triton-control"}
+        client = grpcclient.InferenceServerClient(launcher.urls.need("grpc"))
+        try:
+            with pytest.raises(InferenceServerException, match="restricted"):
+                client.unload_model("add")
+            assert client.is_model_ready("add")
+            assert [m.name for m in client.get_model_repository_index(headers=launcher.control_headers).models] == [
+                "add"
+            ]
+        finally:
+            client.close()
+
+
+def test_sagemaker_local_without_grpc_has_no_key(tmp_path: Path) -> None:
+    add_model(tmp_path / "repo")
+    with SageMakerLocalLauncher(tmp_path / "repo", staging=tmp_path, progress=None) as launcher:
+        assert launcher.control_headers == {}
+        assert not [arg for arg in launcher.command if "restricted" in arg]

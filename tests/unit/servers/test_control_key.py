@@ -12,6 +12,8 @@ from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import help_text
 from pytest_triton.servers.control import ControlKey
 from pytest_triton.servers.control import has_restricted_api
+from pytest_triton.servers.sagemaker.local import control_key_env
+from pytest_triton.servers.sagemaker.local import opens_model_control
 from pytest_triton.servers.server import tritonserver_args
 
 
@@ -64,3 +66,18 @@ def test_help_text_is_read_once_per_binary_file(tmp_path: Path) -> None:
     assert help_text(binary) == "  --http-restricted-api\n"
     assert counter.read_text().count("run") == 1
     assert help_text(TritonBinary(tmp_path / "missing")) == ""
+
+
+def test_sagemaker_local_adds_the_flags_only_where_model_control_is_open() -> None:
+    key = ControlKey()
+    assert not opens_model_control({})
+    assert opens_model_control({"SAGEMAKER_TRITON_ALLOW_GRPC": "true"})
+    assert opens_model_control({"SAGEMAKER_TRITON_ADDITIONAL_ARGS": "--allow-http=true"})
+    given = {"SAGEMAKER_TRITON_ADDITIONAL_ARGS": "--log-verbose=1"}
+    assert control_key_env(given, key) == {
+        "SAGEMAKER_TRITON_ADDITIONAL_ARGS": " ".join(["--log-verbose=1", *key.flags()])
+    }
+    assert control_key_env(given, None) == {}
+    # a restricted-API option the user gives is theirs: nothing is added beside it
+    own = {"SAGEMAKER_TRITON_ADDITIONAL_ARGS": "--grpc-restricted-protocol=model-repository:admin=x"}
+    assert control_key_env(own, key) == {}
