@@ -14,7 +14,9 @@ from pytest_triton.client.rest import TritonRest
 from pytest_triton.client.rest import fetch_text
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.servers import LocalLauncher
+from pytest_triton.servers import ServeOptions
 from pytest_triton.servers import TritonServer
+from pytest_triton.servers import UrlLauncher
 
 from .local_triton_helpers import add_model
 from .local_triton_helpers import echo_model
@@ -187,6 +189,29 @@ def test_model_control_answers_only_the_servers_own_header(server: LocalLauncher
     finally:
         grpc.close()
         http.close()
+    assert server.control.ready("echo")
+
+
+def _attached(server: LocalLauncher, **settings: str) -> UrlLauncher:
+    options = ServeOptions(settings={"url": server.urls.need("http"), **settings}, startup_timeout=30, progress=None)
+    return UrlLauncher.from_options(None, options, models=["add"]).start()
+
+
+def test_url_launcher_without_the_header_is_refused_model_control(server: LocalLauncher) -> None:
+    attached = _attached(server)
+    assert attached.control_headers == {}
+    with pytest.raises(ModelLoadError, match="restricted, expecting header 'pytest-triton-control'"):
+        attached.control.load("echo")
+    assert server.control.ready("echo")
+
+
+def test_url_launcher_with_the_header_controls_models(server: LocalLauncher) -> None:
+    key = server.control_headers["pytest-triton-control"]
+    attached = _attached(server, control_header=f"pytest-triton-control={key}")
+    assert attached.control_headers == server.control_headers
+    attached.control.unload("echo")
+    assert not server.control.ready("echo")
+    attached.control.load("echo")
     assert server.control.ready("echo")
 
 

@@ -1,60 +1,23 @@
-"""Model control behind Triton's restricted-API options, on the embedded tritonserver: the url launcher opens it
-with the server's header and is refused without it; a binary without those options is started without them;
-sagemaker-local keys its gRPC model control."""
+"""Model control behind Triton's restricted-API options, on the embedded tritonserver: a binary without those
+options is started without them; sagemaker-local keys its gRPC model control. (The local launcher's key and the
+url launcher's ``control_header``: test_local_serving.py.)"""
 
 from __future__ import annotations
 
 import dataclasses
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from pytest_triton.errors import ModelLoadError
 from pytest_triton.servers import LocalLauncher
-from pytest_triton.servers import ServeOptions
-from pytest_triton.servers import UrlLauncher
 from pytest_triton.servers import find_tritonserver
 from pytest_triton.servers.sagemaker.local import SageMakerLocalLauncher
 
 from .local_triton_helpers import add_model
-from .local_triton_helpers import echo_model
 from .local_triton_helpers import skip_without_embedded_triton
 
 skip_without_embedded_triton()
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalLauncher]:
-    repository = tmp_path_factory.mktemp("repo")
-    add_model(repository)
-    echo_model(repository)
-    with LocalLauncher(repository, startup_timeout=120) as launcher:
-        yield launcher
-
-
-def _attached(server: LocalLauncher, **settings: str) -> UrlLauncher:
-    options = ServeOptions(settings={"url": server.urls.need("http"), **settings}, startup_timeout=30, progress=None)
-    return UrlLauncher.from_options(None, options, models=["add"]).start()
-
-
-def test_url_launcher_without_the_header_is_refused_model_control(server: LocalLauncher) -> None:
-    attached = _attached(server)
-    assert attached.control_headers == {}
-    with pytest.raises(ModelLoadError, match="restricted, expecting header 'pytest-triton-control'"):
-        attached.control.load("echo")
-    assert server.control.ready("echo")
-
-
-def test_url_launcher_with_the_header_controls_models(server: LocalLauncher) -> None:
-    key = server.control_headers["pytest-triton-control"]
-    attached = _attached(server, control_header=f"pytest-triton-control={key}")
-    assert attached.control_headers == server.control_headers
-    attached.control.unload("echo")
-    assert not server.control.ready("echo")
-    attached.control.load("echo")
-    assert server.control.ready("echo")
 
 
 def _binary_without_restricted_api(folder: Path) -> Path:
