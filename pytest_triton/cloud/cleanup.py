@@ -3,7 +3,9 @@
 Two sources, as AWS's tag-based clean-up guidance has it, plus the run's own record:
 
 - the tag ``pytest-triton-run=<run id>`` that every endpoint, endpoint config and model carries, read with the
-  Resource Groups Tagging API (one paginated call for all of them), and the S3 object each model points to;
+  Resource Groups Tagging API (one paginated call for all of them; where the role may not call
+  ``tag:GetResources``, SageMaker's own list calls for names ``pytest-triton-*`` and each one's tags), and the S3
+  object each model points to;
 - the objects under ``pytest-triton/`` in the default bucket ``sagemaker-REGION-ACCOUNT`` (and under any
   ``--s3-uri`` given), whose object tag names the run;
 - the ledger files the runs wrote before each create call (:mod:`pytest_triton.cloud.ledger_files`), which
@@ -20,14 +22,17 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from typing import cast
 
 from pytest_triton.cloud.aws import AwsClients
 from pytest_triton.cloud.ledger_files import ledger_files
 from pytest_triton.cloud.ledger_files import state_dir
 from pytest_triton.cloud.resources import NAME_PREFIX
 from pytest_triton.cloud.resources import RUN_TAG
+from pytest_triton.cloud.resources import Kind
 from pytest_triton.cloud.resources import Ledger
 from pytest_triton.cloud.resources import Resource
 from pytest_triton.cloud.resources import _not_found
@@ -36,6 +41,14 @@ from pytest_triton.cloud.resources import split_s3_uri
 from pytest_triton.errors import DeploymentError
 
 _TYPES = {"endpoint": "sagemaker:endpoint", "endpoint-config": "sagemaker:endpoint-config", "model": "sagemaker:model"}
+# SageMaker's list call of each kind: (paginator, result key, name field, ARN field)
+_LISTINGS: dict[Kind, tuple[str, str, str, str]] = {
+    "endpoint": ("list_endpoints", "Endpoints", "EndpointName", "EndpointArn"),
+    "endpoint-config": ("list_endpoint_configs", "EndpointConfigs", "EndpointConfigName", "EndpointConfigArn"),
+    "model": ("list_models", "Models", "ModelName", "ModelArn"),
+}
+# AWS's JSON APIs say AccessDeniedException, its query APIs (and moto) AccessDenied
+_ACCESS_DENIED = frozenset({"AccessDeniedException", "AccessDenied"})
 _KEY = re.compile(rf"(?:^|/){NAME_PREFIX}/([0-9]{{8}}-[0-9]{{6}}-[0-9a-f]{{6}})/model\.tar\.gz$")
 
 
@@ -45,9 +58,38 @@ def _add(ledgers: dict[str, Ledger], run: str, region: str, resource: Resource, 
         ledger.created.append(resource)
 
 
-def find_tagged(clients: AwsClients, ledgers: dict[str, Ledger], extra_s3: list[str]) -> None:
+def find_tagged(
+    clients: AwsClients, ledgers: dict[str, Ledger], extra_s3: list[str], say: Callable[[str], None] = print
+) -> None:
     """Add to ``ledgers`` every SageMaker resource tagged with a run id, and the runs' S3 objects."""
     account, region = clients.account(), clients.region
+    try:
+        tagged = list(_tagged_by_tagging_api(clients))
+    except Exception as exc:
+        if not _access_denied(exc):
+            raise
+        say(
+            "cloud-cleanup: tag:GetResources is not allowed: listing the SageMaker endpoints, "
+            f"endpoint configs and models named {NAME_PREFIX}-* and reading their tags instead "
+            "(sagemaker:ListEndpoints, ListEndpointConfigs, ListModels, ListTags)"
+        )
+        tagged = list(_tagged_by_listing(clients))
+    for kind, name, run in tagged:
+        _add(ledgers, run, region, Resource(kind, name), account)
+        if kind == "model":
+            url = _model_data_url(clients, name)
+            if url.startswith("s3://"):
+                _add(ledgers, run, region, Resource("s3-object", url), account)
+    places = [(f"sagemaker-{region}-{account}", "")] + [_bucket_prefix(uri) for uri in extra_s3]
+    for bucket, prefix in places:
+        for key in _keys(clients, bucket, prefix, account):
+            match = _KEY.search(key)
+            if match:
+                _add(ledgers, match.group(1), region, Resource("s3-object", f"s3://{bucket}/{key}"), account)
+
+
+def _tagged_by_tagging_api(clients: AwsClients) -> Iterator[tuple[Kind, str, str]]:
+    """(kind, name, run id) of each resource tagged with a run, in one paginated call (tag:GetResources)."""
     tagging = clients.client("resourcegroupstaggingapi")
     pages = tagging.get_paginator("get_resources").paginate(
         TagFilters=[{"Key": RUN_TAG}], ResourceTypeFilters=list(_TYPES.values())
@@ -55,21 +97,39 @@ def find_tagged(clients: AwsClients, ledgers: dict[str, Ledger], extra_s3: list[
     for page in pages:
         for mapping in page.get("ResourceTagMappingList", []):
             tags = {t["Key"]: t["Value"] for t in mapping.get("Tags", [])}
-            resource_part = mapping["ResourceARN"].split(":", 5)[-1]  # endpoint-config/NAME
-            kind, _, name = resource_part.partition("/")
-            if kind not in _TYPES or RUN_TAG not in tags:
-                continue
-            _add(ledgers, tags[RUN_TAG], region, Resource(kind, name), account)
-            if kind == "model":
-                url = _model_data_url(clients, name)
-                if url.startswith("s3://"):
-                    _add(ledgers, tags[RUN_TAG], region, Resource("s3-object", url), account)
-    places = [(f"sagemaker-{region}-{account}", "")] + [_bucket_prefix(uri) for uri in extra_s3]
-    for bucket, prefix in places:
-        for key in _keys(clients, bucket, prefix, account):
-            match = _KEY.search(key)
-            if match:
-                _add(ledgers, match.group(1), region, Resource("s3-object", f"s3://{bucket}/{key}"), account)
+            kind, _, name = mapping["ResourceARN"].split(":", 5)[-1].partition("/")  # endpoint-config/NAME
+            if kind in _TYPES and RUN_TAG in tags:
+                yield cast(Kind, kind), name, tags[RUN_TAG]
+
+
+def _tagged_by_listing(clients: AwsClients) -> Iterator[tuple[Kind, str, str]]:
+    """The same from SageMaker's own list calls (every resource a run creates is named ``pytest-triton-*``) and
+    each candidate's tags: for a role without tag:GetResources."""
+    sagemaker = clients.sagemaker
+    for kind, (operation, key, name_field, arn_field) in _LISTINGS.items():
+        for page in sagemaker.get_paginator(operation).paginate(NameContains=NAME_PREFIX):
+            for item in page.get(key, []):
+                name = str(item[name_field])
+                if not name.startswith(f"{NAME_PREFIX}-"):
+                    continue
+                tags = {t["Key"]: t["Value"] for t in _all_tags(sagemaker, str(item[arn_field]))}
+                if RUN_TAG in tags:
+                    yield kind, name, tags[RUN_TAG]
+
+
+def _all_tags(sagemaker: Any, arn: str) -> list[dict[str, str]]:
+    tags: list[dict[str, str]] = []
+    for page in sagemaker.get_paginator("list_tags").paginate(ResourceArn=arn):
+        tags += page.get("Tags", [])
+    return tags
+
+
+def _access_denied(exc: Exception) -> bool:
+    """Whether an AWS call was refused for want of permission: AccessDeniedException (AWS's JSON APIs),
+    AccessDenied (its query APIs), or an HTTP 403 whose body the client could not read."""
+    response: dict[str, Any] = getattr(exc, "response", {}) or {}
+    code = str(response.get("Error", {}).get("Code", ""))
+    return code in _ACCESS_DENIED or response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 403
 
 
 def _bucket_prefix(uri: str) -> tuple[str, str]:
@@ -126,7 +186,12 @@ def exists(clients: AwsClients, resource: Resource, account: str | None) -> bool
 
 
 def collect(
-    clients: AwsClients, ledger_places: list[Path], extra_s3: list[str], *, by_tag: bool = True
+    clients: AwsClients,
+    ledger_places: list[Path],
+    extra_s3: list[str],
+    *,
+    by_tag: bool = True,
+    say: Callable[[str], None] = print,
 ) -> dict[str, Ledger]:
     """Every run with something left: from the ledger files, then by tag; only what still exists is kept."""
     account = clients.account()
@@ -141,7 +206,7 @@ def collect(
                 if resource not in ledger.created:
                     ledger.created.append(resource)
     if by_tag:
-        find_tagged(clients, ledgers, extra_s3)
+        find_tagged(clients, ledgers, extra_s3, say)
     for ledger in ledgers.values():
         ledger.created = [r for r in ledger.created if exists(clients, r, account)]
     return {run: ledger for run, ledger in sorted(ledgers.items()) if ledger.left}
@@ -153,7 +218,7 @@ def cleanup_main(args: argparse.Namespace, say: Callable[[str], None] = print) -
         say("cloud-cleanup: --yes deletes only the runs you name: add --run RUN_ID (or --all for every run found)")
         return 2
     clients = AwsClients.connect(args.region)
-    ledgers = collect(clients, [state_dir(), *args.ledgers], args.s3_uris)
+    ledgers = collect(clients, [state_dir(), *args.ledgers], args.s3_uris, say=say)
     if args.runs:
         ledgers = {run: ledger for run, ledger in ledgers.items() if run in args.runs}
     if not ledgers:
