@@ -22,7 +22,9 @@ from pytest_triton.cloud.aws import AwsClients
 from pytest_triton.cloud.images import DEFAULT_TRITON_VERSION
 from pytest_triton.cloud.images import triton_image_uri
 from pytest_triton.cloud.instances import instance_has_gpu
+from pytest_triton.cloud.ledger_files import ledger_files
 from pytest_triton.cloud.ledger_files import ledger_path
+from pytest_triton.cloud.ledger_files import state_dir
 from pytest_triton.cloud.resources import RUN_TAG
 from pytest_triton.cloud.resources import Ledger
 from pytest_triton.cloud.resources import expected_owner
@@ -144,6 +146,9 @@ class Deployment:
         plan = serve_plan(env, RepositoryLayout.of(root))  # the container's own refusals, before any upload
         self.warnings += list(plan.warnings)
         self.warnings += [f"{name} is not a variable the serve script reads" for name in unknown_variables(env)]
+        for note in earlier_leftovers(self.options.ledger_dir or state_dir(), self.run_id):
+            self._say(note)
+            self.warnings.append(note)
         assert plan.default_model is not None
         self.default_model = plan.default_model
         env[DEFAULT_MODEL_ENV] = plan.default_model
@@ -320,3 +325,21 @@ def endpoint_log_tail(logs: Any, endpoint: str, *, events: int = LOG_TAIL_EVENTS
             return f"(no CloudWatch log group {group}: the container wrote nothing, or never started)"
         return f"(could not read CloudWatch log group {group}: {code})"
     return "\n".join(lines) if lines else f"(nothing in CloudWatch log group {group} in the last {since_s:.0f} s)"
+
+
+def earlier_leftovers(folder: Path, run_id: str) -> list[str]:
+    """A note for each earlier run whose ledger file in ``folder`` names resources it never deleted (a run that
+    was killed, or whose teardown failed): they may still cost money until cloud-cleanup removes them."""
+    notes = []
+    for journal in ledger_files([folder]):
+        try:
+            ledgers = Ledger.read(journal)
+        except (OSError, ValueError):
+            continue  # not readable as a ledger: cloud-cleanup says why
+        for ledger in ledgers:
+            if ledger.run_id != run_id and ledger.left:
+                notes.append(
+                    f"run {ledger.run_id} ({journal}) never deleted {len(ledger.left)} resource(s) it created; see "
+                    f"what is still there with: python -m pytest_triton cloud-cleanup --ledger {journal.parent}"
+                )
+    return notes

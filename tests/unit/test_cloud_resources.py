@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pytest_triton.cloud.deploy import DeployOptions
@@ -70,3 +72,23 @@ def test_minutes(seconds: float, text: str) -> None:
 def test_startup_health_timeout_bounds(timeout: int) -> None:
     with pytest.raises(ConfigError, match="AWS allows 60 to 3600"):
         DeployOptions(startup_health_timeout=timeout)
+
+
+def test_a_deployment_names_earlier_runs_that_left_resources(tmp_path: Path) -> None:
+    from pytest_triton.cloud.deploy import earlier_leftovers
+    from pytest_triton.cloud.ledger_files import ledger_path
+
+    killed = Ledger("20261130-101010-aaaaaa", "us-east-1", journal=ledger_path("20261130-101010-aaaaaa", tmp_path))
+    killed.record("model", "pytest-triton-20261130-101010-aaaaaa-model")
+    killed.record("endpoint", "pytest-triton-20261130-101010-aaaaaa-ep")
+    clean = Ledger("20261130-121212-bbbbbb", "us-east-1", journal=ledger_path("20261130-121212-bbbbbb", tmp_path))
+    clean.mark_deleted(clean.record("model", "pytest-triton-20261130-121212-bbbbbb-model"))
+    this_run = Ledger("20261201-000000-cccccc", "us-east-1", journal=ledger_path("20261201-000000-cccccc", tmp_path))
+    this_run.record("model", "pytest-triton-20261201-000000-cccccc-model")
+    (tmp_path / "pytest-triton-cloud-broken.jsonl").write_text('{"run": "x", "kind": "gpu"}\n')
+    notes = earlier_leftovers(tmp_path, "20261201-000000-cccccc")
+    assert len(notes) == 1
+    assert notes[0].startswith("run 20261130-101010-aaaaaa (")
+    assert "never deleted 2 resource(s)" in notes[0]
+    assert notes[0].endswith(f"python -m pytest_triton cloud-cleanup --ledger {tmp_path}")
+    assert earlier_leftovers(tmp_path / "none", "x") == []
