@@ -12,6 +12,7 @@ import pytest
 
 from pytest_triton.client.rest import TritonRest
 from pytest_triton.client.rest import fetch_text
+from pytest_triton.client.transports import grpc_client
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.servers import LocalLauncher
 from pytest_triton.servers import ServeOptions
@@ -90,8 +91,6 @@ def test_http_inference_adds(server: LocalLauncher) -> None:
 def test_grpc_inference_echoes_and_adds(server: LocalLauncher) -> None:
     import tritonclient.grpc as grpcclient
 
-    from pytest_triton.client.transports import grpc_client
-
     client = grpc_client(server.urls.need("grpc"))
     try:
         data = np.array([[1, 2, 3], [4, 5, -6]], dtype=np.int64)
@@ -158,7 +157,6 @@ def test_model_control(server: LocalLauncher) -> None:
 
 def test_model_control_answers_only_the_servers_own_header(server: LocalLauncher) -> None:
     # another session's client that reaches this port (a stale client, a reused port) cannot touch our models
-    import tritonclient.grpc as grpcclient
     import tritonclient.http as httpclient
     from tritonclient.utils import InferenceServerException
 
@@ -176,7 +174,7 @@ def test_model_control_answers_only_the_servers_own_header(server: LocalLauncher
         assert stranger.model_ready("echo")
     assert server.control.ready("echo")
 
-    grpc = grpcclient.InferenceServerClient(server.urls.need("grpc"))
+    grpc = grpc_client(server.urls.need("grpc"))
     http = httpclient.InferenceServerClient(url.removeprefix("http://"))
     try:
         with pytest.raises(InferenceServerException, match="restricted"):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_triton.client.transports import grpc_client
 from pytest_triton.servers import LocalLauncher
 from pytest_triton.servers import find_tritonserver
 from pytest_triton.servers.sagemaker.local import SageMakerLocalLauncher
@@ -48,14 +49,13 @@ def test_a_binary_without_the_options_serves_with_open_model_control(tmp_path: P
 
 def test_sagemaker_local_with_grpc_keeps_its_model_control_behind_the_key(tmp_path: Path) -> None:
     # the serve script runs Triton with explicit model control: SAGEMAKER_TRITON_ALLOW_GRPC opens it over gRPC
-    import tritonclient.grpc as grpcclient
     from tritonclient.utils import InferenceServerException
 
     add_model(tmp_path / "repo")
     env = {"SAGEMAKER_TRITON_ALLOW_GRPC": "true"}
     with SageMakerLocalLauncher(tmp_path / "repo", env=env, staging=tmp_path, progress=None) as launcher:
         assert set(launcher.control_headers) == {"pytest-triton-control", "triton-grpc-protocol-pytest-triton-control"}
-        client = grpcclient.InferenceServerClient(launcher.urls.need("grpc"))
+        client = grpc_client(launcher.urls.need("grpc"))
         try:
             with pytest.raises(InferenceServerException, match="restricted"):
                 client.unload_model("add")

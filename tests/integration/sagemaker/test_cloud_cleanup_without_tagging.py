@@ -84,8 +84,10 @@ def _moto(**env: str) -> tuple[subprocess.Popen[bytes], str]:
 
 
 @pytest.fixture
-def strict_aws(tmp_path: Path) -> Iterator[StrictAws]:
+def strict_aws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[StrictAws]:
     """A moto server of its own (IAM enforcement is a setting of the whole server) and a user without tagging."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)  # boto3 here and in the command reach moto directly
     servers = []
     try:
         strict, url = _moto(INITIAL_NO_AUTH_ACTION_COUNT=str(SETUP_REQUESTS))
@@ -164,7 +166,7 @@ def _in_aws(aws: StrictAws) -> dict[str, list[str]]:
 
 def _cleanup(aws: StrictAws, *args: str) -> subprocess.CompletedProcess[str]:
     environ = {**os.environ, **aws.env, "PYTHONPATH": str(ROOT)}
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
         environ.pop(name, None)
     command = [sys.executable, "-m", "pytest_triton", "cloud-cleanup", *args]
     return subprocess.run(command, env=environ, capture_output=True, text=True, timeout=300)
