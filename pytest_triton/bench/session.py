@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 from pytest_triton.bench.budgets import BudgetFile
 from pytest_triton.bench.budgets import HardwarePolicy
 from pytest_triton.bench.budgets import load_budgets
+from pytest_triton.bench.calibrated import CALIBRATION
+from pytest_triton.bench.calibrated import measure_calibrated
 from pytest_triton.bench.engine import Calibration
 from pytest_triton.bench.engine import Engine
 from pytest_triton.bench.interleave import Interleaved
@@ -68,9 +70,6 @@ class LateNote(Protocol):
 
     @property
     def placeholder(self) -> str: ...
-
-
-CALIBRATION = "adapter calibration"  # the calibration model's name among the interleaved calls
 
 
 @final
@@ -261,8 +260,8 @@ class TritonBench:
         if calibrate is None or engine is None:
             latency = measure(call, batch_size=batch_size, warmup=0, policy=policy, warmed=warmed, **kwargs)
         else:
-            latency, calibration = self._calibrated(
-                variant, call, calibrate, engine, batch_size, policy, warmed, http_url, kwargs, calibration_snapshots
+            latency, calibration = measure_calibrated(
+                variant, call, engine, batch_size, policy, warmed, http_url, kwargs, calibration_snapshots
             )
         kwargs.pop("on_boundary", None)
         server: ServerSplit | None = None
@@ -291,50 +290,6 @@ class TritonBench:
         if benchmark is not None:
             record_benchmark(benchmark, latency, result=result)
         return self.add(result)
-
-    def _calibrated(
-        self,
-        variant: str,
-        call: Callable[[], object],
-        calibrate: Callable[[], object],
-        engine: Engine,
-        batch_size: int,
-        policy: WindowPolicy,
-        warmed: WarmupRecord | None,
-        http_url: str | None,
-        kwargs: dict[str, Any],
-        calibration_snapshots: list[StatsSnapshot],
-    ) -> tuple[Measurement, Calibration]:
-        """The row and its calibration model in alternating windows (each must settle on its own)."""
-        row_boundary = kwargs.get("on_boundary")
-
-        def boundary(name: str) -> None:
-            if name == variant and row_boundary is not None:
-                row_boundary()
-            elif name == CALIBRATION and http_url is not None:
-                calibration_snapshots.append(fetch_statistics(http_url))
-
-        clock = {"clock": kwargs["clock"]} if "clock" in kwargs else {}
-        run = measure_interleaved(
-            {variant: call, CALIBRATION: calibrate},
-            batch_size=batch_size,
-            policy=policy,
-            settle="all",
-            warmed={variant: warmed} if warmed is not None else None,
-            on_boundary=boundary,
-            **clock,
-        )
-        latency, measured = run.measurements[variant], run.measurements[CALIBRATION].stats()
-        infer_us = None
-        name = engine.calibration_model or ""
-        kept = min(policy.stable_windows, run.rounds)
-        if len(calibration_snapshots) > kept:
-            split = stats_delta(calibration_snapshots[-kept - 1], calibration_snapshots[-1], models=[name])
-            own = split.for_model(name)
-            infer_us = own.compute_infer_us if own is not None and own.requests else None
-        row_p50 = latency.stats().p50_ms
-        share = measured.p50_ms / row_p50 if row_p50 > 0 else float("nan")
-        return latency, Calibration(name, measured.p50_ms, measured.p90_ms, measured.count, share, infer_us)
 
     def measure_interleaved(
         self,
