@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import boto3
 
 
-def left_in_aws() -> dict[str, list[str]]:
-    sagemaker, s3 = boto3.client("sagemaker"), boto3.client("s3")
+def left_in_aws(sagemaker: Any = None, s3: Any = None) -> dict[str, list[str]]:
+    """What is there, read with the given clients (default: boto3's from the environment)."""
+    sagemaker, s3 = sagemaker or boto3.client("sagemaker"), s3 or boto3.client("s3")
     objects = [
         f"{bucket['Name']}/{item['Key']}"
         for bucket in s3.list_buckets()["Buckets"]

@@ -25,6 +25,7 @@ import pytest
 from pytest_triton.cloud.resources import RUN_TAG
 from pytest_triton.cloud.resources import resource_name
 
+from .aws_state import left_in_aws
 from .repos import ROOT
 
 REGION = "us-east-1"
@@ -150,18 +151,8 @@ def _left_by_killed_run(aws: StrictAws) -> dict[str, list[str]]:
 
 
 def _in_aws(aws: StrictAws) -> dict[str, list[str]]:
-    sagemaker, s3 = aws.client("sagemaker"), aws.client("s3")
-    objects = [
-        f"{bucket['Name']}/{item['Key']}"
-        for bucket in s3.list_buckets()["Buckets"]
-        for item in s3.list_objects_v2(Bucket=bucket["Name"]).get("Contents", [])
-    ]
-    return {
-        "endpoints": [e["EndpointName"] for e in sagemaker.list_endpoints()["Endpoints"]],
-        "configs": [c["EndpointConfigName"] for c in sagemaker.list_endpoint_configs()["EndpointConfigs"]],
-        "models": sorted(m["ModelName"] for m in sagemaker.list_models()["Models"]),
-        "objects": objects,
-    }
+    found = left_in_aws(aws.client("sagemaker"), aws.client("s3"))
+    return {**found, "models": sorted(found["models"])}
 
 
 def _cleanup(aws: StrictAws, *args: str) -> subprocess.CompletedProcess[str]:
