@@ -25,6 +25,8 @@ from pytest_triton.contract_items import CONTRACTS_KEY
 from pytest_triton.contract_items import ContractItem
 from pytest_triton.contract_items import latency_skip_reason
 from pytest_triton.errors import ContractFailure
+from pytest_triton.errors import PytestTritonError
+from pytest_triton.errors import VariantUnavailable
 
 if TYPE_CHECKING:
     from pytest_triton.baseline.measure import PairRun
@@ -144,6 +146,13 @@ def _pair_run(request: pytest.FixtureRequest, pair: Pair, factory: TritonServerF
     return state.runs[(path, pair.name)]
 
 
+def _row(request: pytest.FixtureRequest, pair: Pair) -> VerdictRow:
+    """The verdict row of ``pair``, counting the item as run."""
+    state = request.config.stash[BASELINE_KEY]
+    state.ran += 1
+    return state.rows[(pair.declaration.path, pair.name)]
+
+
 def _not_compared(config: pytest.Config, pair: Pair) -> str | None:
     if pair.compared(unchanged=bool(config.getoption("triton_baseline_unchanged"))):
         return None
@@ -155,13 +164,9 @@ def _parity(pair: Pair) -> Callable[..., None]:
         request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory, triton_bench: TritonBench
     ) -> None:
         from pytest_triton.baseline.measure import worst_element
-        from pytest_triton.errors import PytestTritonError
-        from pytest_triton.errors import VariantUnavailable
 
         __tracebackhide__ = True
-        state = request.config.stash[BASELINE_KEY]
-        state.ran += 1
-        row = state.rows[(pair.declaration.path, pair.name)]
+        row = _row(request, pair)
         reason = _not_compared(request.config, pair)
         if reason is not None:
             _skip(reason)
@@ -185,13 +190,8 @@ def _latency(pair: Pair) -> Callable[..., None]:
     def baseline_latency(
         request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory, triton_bench: TritonBench
     ) -> None:
-        from pytest_triton.errors import PytestTritonError
-        from pytest_triton.errors import VariantUnavailable
-
         __tracebackhide__ = True
-        state = request.config.stash[BASELINE_KEY]
-        state.ran += 1
-        row = state.rows[(pair.declaration.path, pair.name)]
+        row = _row(request, pair)
         reason = _not_compared(request.config, pair)
         if reason is None and (reason := latency_skip_reason(request.config)) is not None:
             row.notes.append(f"latency skipped: {reason}")

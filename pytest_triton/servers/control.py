@@ -75,6 +75,25 @@ def has_restricted_api(help_text: str) -> bool:
     return all(flag in help_text for flag in RESTRICTED_API_FLAGS)
 
 
+def restricts_api(args: Sequence[str]) -> bool:
+    """Whether the user's own ``tritonserver`` arguments restrict an API themselves: then no key of ours is
+    added (Triton rejects a second rule for the same API)."""
+    return any(arg.startswith(RESTRICTED_API_FLAGS) for arg in args)
+
+
+def users_control_key(args: Sequence[str]) -> ControlKey | None:
+    """The key of a ``model-repository`` rule among the user's own arguments (HTTP's first, then gRPC's), which the
+    plugin's model control then sends; None where they restrict no model control."""
+    for flag in RESTRICTED_API_FLAGS:
+        for arg in args:
+            given, _, rule = arg.partition("=")
+            apis, _, header = rule.partition(":")
+            name, _, value = header.partition("=")
+            if given == flag and RESTRICTED_APIS in apis.split(",") and name and value:
+                return ControlKey(value, name.lower())
+    return None
+
+
 LogTail = Callable[[], str]
 # explains a load failure whose REST answer carries no reason: (model name) -> the reason from the server log
 LoadReason = Callable[[str], str]

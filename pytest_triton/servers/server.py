@@ -42,6 +42,8 @@ from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.control import ControlKey
 from pytest_triton.servers.control import ModelControl
+from pytest_triton.servers.control import restricts_api
+from pytest_triton.servers.control import users_control_key
 from pytest_triton.servers.logs import LogFile
 from pytest_triton.servers.logs import last_error
 from pytest_triton.servers.logs import model_failure_reason
@@ -262,8 +264,13 @@ class ServerBase:
         common = {"startup_timeout": options.startup_timeout, "sagemaker": options.sagemaker, "env": options.env}
         return repository, {**common, "models": models, "progress": options.progress}
 
-    def _control_key_if(self, supported: bool) -> ControlKey | None:
-        """The server's model-control key (made once, on the first attempt) where its binary has the options."""
+    def _control_key_if(self, supported: bool, given: Sequence[str] = ()) -> ControlKey | None:
+        """The key whose flags go on the command line: made once, where the binary has the options. Where the
+        user's own arguments ``given`` restrict an API already, none is added, and their model-control key (if
+        any) is the one this server's model control sends."""
+        if restricts_api(given):
+            self.control_key = users_control_key(given)
+            return None
         if supported and self.control_key is None:
             self.control_key = ControlKey()
         return self.control_key

@@ -167,7 +167,7 @@ class DockerLauncher(ServerBase):
     def _launch(self, prepared: Prepared, attempt: int) -> None:
         ports = self._local_ports()
         host_network = self.container.network == "host"
-        key = self._control_key_if(self.container.facts().restricted_api)
+        key = self._control_key_if(self.container.facts().restricted_api, self.extra_args)
         sagemaker_port = (ports[3] if host_network else CONTAINER_PORTS["sagemaker"]) if self.sagemaker else None
         args = tritonserver_args(
             CONTAINER_REPOSITORY,

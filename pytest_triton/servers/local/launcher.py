@@ -181,7 +181,7 @@ class LocalLauncher(ServerBase):
 
     def _launch(self, prepared: Prepared, attempt: int) -> None:
         binary, ports = self.binary, self._local_ports()
-        key = self._control_key_if(has_restricted_api(help_text(binary)))
+        key = self._control_key_if(has_restricted_api(help_text(binary)), self.extra_args)
         args = tritonserver_args(
             prepared.folder,
             prepared.models,

@@ -57,9 +57,10 @@ from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import help_text
 from pytest_triton.servers.binary import resolve_binary
-from pytest_triton.servers.control import RESTRICTED_API_FLAGS
 from pytest_triton.servers.control import ControlKey
 from pytest_triton.servers.control import has_restricted_api
+from pytest_triton.servers.control import restricts_api
+from pytest_triton.servers.control import users_control_key
 from pytest_triton.servers.docker.container import CONTAINER_SETTINGS
 from pytest_triton.servers.docker.container import DEFAULT_CONTAINER_STARTUP_TIMEOUT
 from pytest_triton.servers.docker.container import TritonContainer
@@ -292,8 +293,12 @@ class LaunchPlan:
         restricted = runner.facts().restricted_api if isinstance(runner, TritonContainer) else False
         if binary is not None:
             restricted = has_restricted_api(help_text(binary))
-        key = ControlKey() if restricted and opens_model_control(env) else None
-        env.update(control_key_env(env, key))
+        given = env.get(ADDITIONAL_ARGS, "").split()  # as the serve script splits it
+        if restricts_api(given):  # the user's own rule: theirs is the key
+            key, added = users_control_key(given), None
+        else:
+            key = added = ControlKey() if restricted and opens_model_control(env) else None
+        env.update(control_key_env(env, added))
         gpus = _gpu_count() if gpu else 0
         repository = server_repository(model_dir, in_container=isinstance(runner, TritonContainer))
         plan = serve_plan(env, RepositoryLayout.of(model_dir), gpu_count=gpus, model_repository=repository)
@@ -407,12 +412,10 @@ def opens_model_control(env: Mapping[str, str]) -> bool:
 
 def control_key_env(env: Mapping[str, str], key: ControlKey | None) -> dict[str, str]:
     """``SAGEMAKER_TRITON_ADDITIONAL_ARGS`` with the flags that restrict model control to ``key`` (none where
-    ``key`` is None or the variable names a restricted-API option itself), so an image's serve script passes them
-    on too."""
-    given = env.get(ADDITIONAL_ARGS, "")
-    if key is None or any(flag in given for flag in RESTRICTED_API_FLAGS):
+    ``key`` is None), so an image's serve script passes them on too."""
+    if key is None:
         return {}
-    return {ADDITIONAL_ARGS: " ".join([given, *key.flags()]).strip()}
+    return {ADDITIONAL_ARGS: " ".join([env.get(ADDITIONAL_ARGS, ""), *key.flags()]).strip()}
 
 
 def _sagemaker_port_of(plan: ServePlan) -> int:

@@ -24,6 +24,7 @@ from pytest_triton.servers.docker.owners import RUN_ID
 from pytest_triton.servers.docker.owners import owner_labels
 from pytest_triton.servers.docker.owners import sweep_dead_owner_containers
 from pytest_triton.servers.process import children_of
+from tests.owners import dead_owner_token
 
 pytestmark = pytest.mark.xdist_group("docker")
 
@@ -87,15 +88,8 @@ def test_sigkill_of_the_owner_removes_its_container(standin_image: str, docker_c
             proc.stdout.close()
 
 
-def _dead_owner_token() -> str:
-    """The token of an owner that took its lock and exited (its lock file stays, free)."""
-    script = "from pytest_triton.servers.owner import owner_token; print(owner_token())"
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(), check=True)
-    return done.stdout.strip()
-
-
 def test_sweep_removes_only_containers_of_dead_owners_on_this_host(standin_image: str, docker_client: Any) -> None:
-    dead = _dead_owner_token()
+    dead = dead_owner_token()
     ours = owner_labels(run="sweep-test")
     cases = {
         "dead": {**ours, OWNER: dead},

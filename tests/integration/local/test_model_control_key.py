@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_triton.client.rest import TritonRest
 from pytest_triton.client.transports import grpc_client
 from pytest_triton.servers import LocalLauncher
 from pytest_triton.servers import find_tritonserver
@@ -72,3 +73,17 @@ def test_sagemaker_local_without_grpc_has_no_key(tmp_path: Path) -> None:
     with SageMakerLocalLauncher(tmp_path / "repo", staging=tmp_path, progress=None) as launcher:
         assert launcher.control_headers == {}
         assert not [arg for arg in launcher.command if "restricted" in arg]
+
+
+def test_a_rule_the_user_gives_replaces_ours_and_its_key_opens_control(tmp_path: Path) -> None:
+    # Triton rejects a second rule for the same API: the user's own stands, and the plugin sends its key
+    repository = tmp_path / "repo"
+    add_model(repository)
+    own = ["--http-restricted-api=model-repository:admin=s3cret"]
+    with LocalLauncher(repository, extra_args=own, startup_timeout=120, progress=None) as launcher:
+        assert launcher.control_headers == {"admin": "s3cret", "triton-grpc-protocol-admin": "s3cret"}
+        assert [arg for arg in launcher.command if "restricted" in arg] == own
+        launcher.control.unload("add")
+        launcher.control.load("add")
+        status, _ = TritonRest(launcher.urls.need("http")).request("POST", "/v2/repository/index", {})
+        assert status == 403

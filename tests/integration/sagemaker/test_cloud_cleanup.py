@@ -9,8 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import boto3
@@ -24,6 +22,7 @@ from .aws_state import left_in_aws
 from .conftest import OfflineAws
 from .repos import ROOT
 from .repos import add_repository
+from .waiting import wait_for
 
 pytestmark = pytest.mark.xdist_group("embedded-triton")
 
@@ -52,21 +51,10 @@ def _start_cloud_run(tmp_path: Path, aws: OfflineAws) -> tuple[subprocess.Popen[
     return proc, report.parent
 
 
-def _wait_for(condition: Callable[[], bool], timeout: float, proc: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if proc.poll() is not None:
-            raise AssertionError(f"pytest ended early:\n{proc.communicate()[0]}")
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError(f"timed out:\n{proc.communicate()[0]}")
-        time.sleep(0.1)
-
-
 def _creating(proc: subprocess.Popen[str]) -> None:
     sagemaker = boto3.client("sagemaker")
     endpoints = sagemaker.list_endpoints
-    _wait_for(lambda: any(e["EndpointStatus"] == "Creating" for e in endpoints()["Endpoints"]), 120, proc)
+    wait_for(lambda: any(e["EndpointStatus"] == "Creating" for e in endpoints()["Endpoints"]), 120, proc)
 
 
 def _cleanup(aws: OfflineAws, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -147,7 +135,7 @@ def test_cloud_cleanup_leaves_other_runs_alone(offline_aws: OfflineAws, tmp_path
         def started(count: int = count) -> bool:
             return len(endpoints()["Endpoints"]) == count
 
-        _wait_for(started, 120, proc)
+        wait_for(started, 120, proc)
         proc.kill()
         proc.communicate(timeout=60)
         [journal] = reports.glob(f"{PREFIX}*.jsonl")

@@ -10,8 +10,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ from .aws_state import NOTHING
 from .aws_state import left_in_aws
 from .conftest import OfflineAws
 from .repos import ROOT
+from .waiting import wait_for
 
 pytestmark = pytest.mark.xdist_group("embedded-triton")
 
@@ -117,17 +116,6 @@ def _pytest(project: Path, aws: OfflineAws, *args: str, **env: str) -> subproces
     )
 
 
-def _wait_for(condition: Callable[[], bool], timeout: float, proc: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if proc.poll() is not None:
-            raise AssertionError(f"pytest ended early:\n{proc.communicate()[0]}")
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError(f"timed out:\n{proc.communicate()[0]}")
-        time.sleep(0.1)
-
-
 def test_cloud_run_deploys_tests_and_removes_the_endpoint(offline_aws: OfflineAws, tmp_path: Path) -> None:
     project = _ensemble_project(tmp_path, CONTRACT)
     proc = _pytest(project, offline_aws, "--cloud", "--triton-repository", "repo", "test_on_endpoint.py")
@@ -171,11 +159,11 @@ def test_ctrl_c_still_removes_everything(offline_aws: OfflineAws, tmp_path: Path
     )
     sagemaker = boto3.client("sagemaker")
     if when.endswith("Creating"):
-        _wait_for(
+        wait_for(
             lambda: any(e["EndpointStatus"] == "Creating" for e in sagemaker.list_endpoints()["Endpoints"]), 120, proc
         )
     else:
-        _wait_for(marker.exists, 180, proc)
+        wait_for(marker.exists, 180, proc)
     assert left_in_aws()["endpoints"]
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=300)  # teardown on a busy 2-core runner takes its time
@@ -191,11 +179,9 @@ def test_second_ctrl_c_during_teardown_reports_everything_left(offline_aws: Offl
         project, offline_aws, "--cloud", "--triton-repository", "repo", "test_on_endpoint.py", MARKER=str(marker)
     )
     sagemaker = boto3.client("sagemaker")
-    _wait_for(marker.exists, 180, proc)
+    wait_for(marker.exists, 180, proc)
     proc.send_signal(signal.SIGINT)  # the first: stops the test, teardown starts
-    _wait_for(
-        lambda: any(e["EndpointStatus"] == "Deleting" for e in sagemaker.list_endpoints()["Endpoints"]), 180, proc
-    )
+    wait_for(lambda: any(e["EndpointStatus"] == "Deleting" for e in sagemaker.list_endpoints()["Endpoints"]), 180, proc)
     proc.send_signal(signal.SIGINT)  # the second: while teardown waits for the endpoint to go
     out, _ = proc.communicate(timeout=300)  # teardown on a busy 2-core runner takes its time
     assert "teardown of run" in out, out
@@ -213,7 +199,7 @@ def test_second_ctrl_c_during_teardown_reports_everything_left(offline_aws: Offl
     offline_aws.hosting.deleting = 0.0
     for command in (line.strip() for line in out.splitlines() if line.strip().startswith("aws ")):
         _run_aws_command(command)
-    _wait_for(lambda: left_in_aws() == NOTHING, 180, proc)
+    wait_for(lambda: left_in_aws() == NOTHING, 180, proc)
 
 
 def _run_aws_command(command: str) -> None:

@@ -12,6 +12,8 @@ from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import help_text
 from pytest_triton.servers.control import ControlKey
 from pytest_triton.servers.control import has_restricted_api
+from pytest_triton.servers.control import restricts_api
+from pytest_triton.servers.control import users_control_key
 from pytest_triton.servers.sagemaker.local import control_key_env
 from pytest_triton.servers.sagemaker.local import opens_model_control
 from pytest_triton.servers.server import tritonserver_args
@@ -78,6 +80,16 @@ def test_sagemaker_local_adds_the_flags_only_where_model_control_is_open() -> No
         "SAGEMAKER_TRITON_ADDITIONAL_ARGS": " ".join(["--log-verbose=1", *key.flags()])
     }
     assert control_key_env(given, None) == {}
-    # a restricted-API option the user gives is theirs: nothing is added beside it
-    own = {"SAGEMAKER_TRITON_ADDITIONAL_ARGS": "--grpc-restricted-protocol=model-repository:admin=x"}
-    assert control_key_env(own, key) == {}
+
+
+def test_a_rule_the_user_gives_is_theirs_and_its_key_is_the_one_sent() -> None:
+    assert not restricts_api(["--log-verbose=1", "--http-port=8000"])
+    http = "--http-restricted-api=shared-memory,model-repository:Admin=s3cret"
+    grpc = "--grpc-restricted-protocol=model-repository:grpc-admin=other"
+    assert restricts_api([http])
+    assert restricts_api([grpc])
+    assert users_control_key(["--log-verbose=1", grpc, http]) == ControlKey("s3cret", "admin")  # HTTP's first
+    assert users_control_key([grpc]) == ControlKey("other", "grpc-admin")
+    # a rule for another API restricts, but holds no model-control key
+    assert restricts_api(["--http-restricted-api=statistics:k=v"])
+    assert users_control_key(["--http-restricted-api=statistics:k=v"]) is None

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -22,6 +20,7 @@ from pytest_triton.servers.docker.engine import start_failure
 from pytest_triton.servers.docker.engine import stream_error
 from pytest_triton.servers.docker.launcher import DockerLauncher
 from pytest_triton.servers.docker.reaper import serve
+from tests.owners import dead_owner_token
 
 NGC = "nvcr.io/nvidia/tritonserver:26.05-py3"
 
@@ -126,12 +125,7 @@ def test_owner_labels_and_liveness(monkeypatch: pytest.MonkeyPatch) -> None:
     assert labels[docker_owners.OWNER_PIDNS] == os.readlink("/proc/self/ns/pid")
     assert docker_owners.owner_alive(labels)
     assert docker_owners.owner_alive({**labels, docker_owners.OWNER_PID: "1"})  # the pid decides nothing
-    dead = subprocess.run(  # an owner that took its lock and exited
-        [sys.executable, "-c", "from pytest_triton.servers.owner import owner_token; print(owner_token())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    dead = dead_owner_token()  # an owner that took its lock and exited
     assert not docker_owners.owner_alive({**labels, docker_owners.OWNER: dead})
     elsewhere = {**labels, docker_owners.OWNER: dead, docker_owners.OWNER_HOST: "other/boot"}
     assert docker_owners.owner_alive(elsewhere)  # not ours to judge

@@ -26,6 +26,7 @@ from pytest_triton.servers.owner import sweep_dead_owner_locks
 from pytest_triton.servers.process import make_owned_workdir
 from pytest_triton.servers.process import sweep_stale_shm
 from pytest_triton.servers.process import sweep_stale_workdirs
+from tests.owners import dead_owner_token
 
 ROOT = Path(__file__).resolve().parents[3]
 NOBODY = 65534
@@ -183,9 +184,7 @@ def test_unknown_owners_are_never_swept(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_old_locks_of_dead_owners_go_and_live_ones_stay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTEST_TRITON_OWNERS", str(tmp_path))
-    script = "from pytest_triton.servers.owner import owner_token; print(owner_token())"
-    dead = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(), check=True)
-    dead_token = dead.stdout.strip()
+    dead_token = dead_owner_token()
     (tmp_path / ".0123.new").write_bytes(b"")  # an owner killed between creating and naming its lock
     (tmp_path / "work").mkdir()
     with holder([sys.executable], tmp_path / "work") as (proc, _workdir, _region):

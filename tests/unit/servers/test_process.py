@@ -19,6 +19,7 @@ from pytest_triton.servers.process import pid_alive
 from pytest_triton.servers.process import spawn
 from pytest_triton.servers.process import stop_process_group
 from pytest_triton.servers.process import sweep_stale_shm
+from tests.owners import dead_owner_token
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux (/proc, prctl)")
 
@@ -107,12 +108,7 @@ def test_spawn_error_reaches_the_caller(tmp_path: Path) -> None:
 
 def test_sweep_removes_only_regions_of_dead_owners(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(process, "SHM_DIR", tmp_path)
-    dead = subprocess.run(  # an owner that took its lock and exited: the lock file stays, free
-        [sys.executable, "-c", "from pytest_triton.servers.owner import owner_token; print(owner_token())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    dead = dead_owner_token()  # an owner that took its lock and exited
     mine = process.shm_prefix("abcd")
     (tmp_path / f"pytest_triton_{dead}_abcd_region1").write_bytes(b"")
     (tmp_path / f"{mine}region2").write_bytes(b"")

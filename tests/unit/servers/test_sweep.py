@@ -12,6 +12,7 @@ from pytest_triton.servers.ports import sweep_stale_port_locks
 from pytest_triton.servers.process import OWNER_FILE
 from pytest_triton.servers.process import make_owned_workdir
 from pytest_triton.servers.process import sweep_stale_workdirs
+from tests.owners import dead_owner_token
 
 HOLD = """
 import sys, time
@@ -58,12 +59,7 @@ def test_work_folder_of_a_killed_owner_is_swept(tmp_path: Path) -> None:
 def test_a_folder_is_judged_by_its_owner_token_not_its_pid(tmp_path: Path) -> None:
     folder = make_owned_workdir(tmp_path)
     token = (folder / OWNER_FILE).read_text().split()[0]
-    dead = subprocess.run(  # an owner that took its lock and exited: the lock file stays, free
-        [sys.executable, "-c", "from pytest_triton.servers.owner import owner_token; print(owner_token())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    dead = dead_owner_token()  # an owner that took its lock and exited
     assert sweep_stale_workdirs(tmp_path) == []  # our token: alive, whatever pid the name carries
     (folder / OWNER_FILE).write_text(f"{dead} pid={os.getpid()}\n")  # our pid, a dead owner's token
     assert sweep_stale_workdirs(tmp_path) == [folder]
