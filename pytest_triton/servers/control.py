@@ -6,7 +6,7 @@ container, a server at a URL); a SageMaker endpoint has none (its launcher's ``c
 A server this package starts keeps model control (Triton's ``model-repository`` API: index, load, unload)
 behind Triton's restricted-API options where its binary has them (Triton 2.51 does:
 ``--http-restricted-api`` and ``--grpc-restricted-protocol``): a request without the server's own
-:class:`ControlKey` header is refused with 403 (HTTP) or PERMISSION_DENIED (gRPC). Another session that
+:class:`ControlKey` header is refused with 403 (HTTP) or UNAVAILABLE "This protocol is restricted" (gRPC). Another session that
 reaches the port by mistake (a stale client, a port reused) cannot unload our models. The key is on the
 server's command line, so a local user who can read other users' processes (no ``hidepid``) can read it: it
 keeps other sessions' clients out, not a determined local user.
@@ -30,7 +30,8 @@ from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import wait_models_ready
 from pytest_triton.servers.wait import wait_models_unloaded
 
-# lower case: gRPC metadata keys must be; Triton matches the HTTP header case-insensitively
+# lower case: gRPC metadata keys are (Triton 2.51 compares a mixed-case gRPC key as given, so none could match);
+# its HTTP frontend matches the header case-insensitively (checked)
 CONTROL_HEADER = "pytest-triton-control"
 # Triton 2.51's gRPC frontend reads the key from metadata "triton-grpc-protocol-<key>" (its refusal names it)
 GRPC_HEADER_PREFIX = "triton-grpc-protocol-"
