@@ -6,10 +6,10 @@ container, a server at a URL); a SageMaker endpoint has none (its launcher's ``c
 A server this package starts keeps model control (Triton's ``model-repository`` API: index, load, unload)
 behind Triton's restricted-API options where its binary has them (Triton 2.51 does:
 ``--http-restricted-api`` and ``--grpc-restricted-protocol``): a request without the server's own
-:class:`ControlKey` header is refused with 403 (HTTP) or UNAVAILABLE "This protocol is restricted" (gRPC). Another session that
-reaches the port by mistake (a stale client, a port reused) cannot unload our models. The key is on the
-server's command line, so a local user who can read other users' processes (no ``hidepid``) can read it: it
-keeps other sessions' clients out, not a determined local user.
+:class:`ControlKey` header is refused with 403 (HTTP) or UNAVAILABLE "This protocol is restricted" (gRPC).
+Another session that reaches the port by mistake (a stale client, a port reused) cannot unload our models.
+The key is on the server's command line, so a local user who can read other users' processes (no
+``hidepid``) can read it: it keeps other sessions' clients out, not a determined local user.
 """
 
 from __future__ import annotations
