@@ -90,7 +90,7 @@ def main() -> None:
         unpack = f"unpack_model_archive(Path({str(pax)!r}), Path({str(root / 'out')!r}))"
         guarded = "try:\n " + unpack + "\nexcept Exception as e:\n print(type(e).__name__, file=sys.stderr)"
         rows["unpack_model_archive, same archive (refused or unpacked)"] = peak_mb(
-            "from pytest_triton.model_archive import unpack_model_archive", f"exec({guarded!r})"
+            "from pytest_triton.archive.model_tar import unpack_model_archive", f"exec({guarded!r})"
         )
     for name, (mb, seconds) in rows.items():
         print(f"{name:<70} peak RSS +{mb:8.1f} MB  {seconds:6.1f} s")

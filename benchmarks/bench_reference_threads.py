@@ -28,7 +28,7 @@ from pytest_triton.client.nli import NliClient
 from pytest_triton.client.nli import NliSample
 from pytest_triton.client.nli import NliTokenizer
 from pytest_triton.client.reference import OnnxReference
-from pytest_triton.serving import TritonServerFactory
+from pytest_triton.plugin.server_factory import TritonServerFactory
 from tests.contracts.conftest import ASSETS
 from tests.contracts.conftest import Served
 from tests.contracts.conftest import samples  # noqa: F401  (fixtures used below)

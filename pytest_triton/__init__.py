@@ -20,9 +20,9 @@ from typing import Any
 if TYPE_CHECKING:
     from pytest_triton.bench.session import TritonBench as TritonBench
     from pytest_triton.client.triton import TritonClients as TritonClients
+    from pytest_triton.plugin.server_factory import TritonServerFactory as TritonServerFactory
     from pytest_triton.repository.builder import RepositoryBuilder as RepositoryBuilder
     from pytest_triton.servers.base import TritonServer as TritonServer
-    from pytest_triton.serving import TritonServerFactory as TritonServerFactory
 
 __version__ = "0.1.0"
 
@@ -31,7 +31,7 @@ _WHERE = {
     "TritonBench": "pytest_triton.bench.session",
     "TritonClients": "pytest_triton.client.triton",
     "TritonServer": "pytest_triton.servers.base",
-    "TritonServerFactory": "pytest_triton.serving",
+    "TritonServerFactory": "pytest_triton.plugin.server_factory",
 }
 
 __all__ = ["RepositoryBuilder", "TritonBench", "TritonClients", "TritonServer", "TritonServerFactory", "__version__"]

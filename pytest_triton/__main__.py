@@ -18,7 +18,7 @@ def _lint_main(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps([f.as_dict() for f in findings], indent=2))
     elif args.format == "github":  # workflow annotations on the PR's diff
-        from pytest_triton.github import annotation
+        from pytest_triton.lint.github import annotation
 
         for finding in findings:
             print(annotation(finding))

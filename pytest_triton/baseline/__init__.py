@@ -1,7 +1,7 @@
 """Baseline runs: every declared variant of the working tree against the same variant at a base ref, served side
 by side in one run, and the verdict table a reviewer reads (``pytest --triton-baseline REF``).
 
-Nothing in this package imports pytest; :mod:`pytest_triton.baseline_items` is the pytest side.
+Nothing in this package imports pytest; :mod:`pytest_triton.plugin.baseline_items` is the pytest side.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from pytest_triton.contracts.parity_run import ContractRun
 from pytest_triton.contracts.parity_run import ParityOutcome
 from pytest_triton.contracts.serving import ContractServers
 from pytest_triton.contracts.spec import Latency
-from pytest_triton.parity import ParityReport
+from pytest_triton.parity.tensors import ParityReport
 
 if TYPE_CHECKING:
     from pytest_triton.bench.relative import RelativeResult

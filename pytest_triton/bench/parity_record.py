@@ -1,7 +1,7 @@
 """A parity comparison as the report keeps it: per variant, outputs compared, preset, errors, worst element, labels.
 
-Built from :mod:`pytest_triton.parity`'s reports (:func:`~pytest_triton.parity.compare` and
-:func:`~pytest_triton.parity.compare_labels`), so the report shows the numbers the assertion judged.
+Built from :mod:`pytest_triton.parity.tensors`'s reports (:func:`~pytest_triton.parity.tensors.compare` and
+:func:`~pytest_triton.parity.tensors.compare_labels`), so the report shows the numbers the assertion judged.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 from typing import final
 
 if TYPE_CHECKING:  # numpy stays out of the bench's import (the plugin imports the bench in its summary)
-    from pytest_triton.parity import LabelReport
-    from pytest_triton.parity import OutputParity
-    from pytest_triton.parity import ParityReport
+    from pytest_triton.parity.tensors import LabelReport
+    from pytest_triton.parity.tensors import OutputParity
+    from pytest_triton.parity.tensors import ParityReport
 
 __all__ = ["OutputRecord", "ParityRecord"]
 

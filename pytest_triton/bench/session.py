@@ -19,8 +19,8 @@ from typing import Protocol
 from typing import final
 
 if TYPE_CHECKING:
-    from pytest_triton.parity import LabelReport
-    from pytest_triton.parity import ParityReport
+    from pytest_triton.parity.tensors import LabelReport
+    from pytest_triton.parity.tensors import ParityReport
 
 from pytest_triton.bench.budgets import BudgetFile
 from pytest_triton.bench.budgets import HardwarePolicy

@@ -18,6 +18,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from pytest_triton.archive.model_tar import DEFAULT_MODEL_ENV
 from pytest_triton.cloud.aws import AwsClients
 from pytest_triton.cloud.images import DEFAULT_TRITON_VERSION
 from pytest_triton.cloud.images import triton_image_uri
@@ -37,7 +38,6 @@ from pytest_triton.cloud.serve_script import unknown_variables
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import DeploymentError
 from pytest_triton.errors import LintFailed
-from pytest_triton.model_archive import DEFAULT_MODEL_ENV
 
 DEFAULT_INSTANCE_TYPE = "ml.g5.xlarge"
 DEFAULT_STARTUP_HEALTH_TIMEOUT = 900  # s; TensorRT builds its engines at load. AWS allows 60..3600
@@ -121,7 +121,7 @@ class Deployment:
 
     def package(self) -> Path:
         """Package, lint and check the archive as the serve script would; nothing is created in AWS."""
-        from pytest_triton.model_archive import sidecar_env
+        from pytest_triton.archive.model_tar import sidecar_env
         from pytest_triton.repository.sagemaker import package_model_tar
 
         if self.archive is not None:
@@ -129,7 +129,7 @@ class Deployment:
         root = self.repository
         if not root.is_dir():
             raise ConfigError(f"--cloud: repository {str(root)!r} is not a folder")
-        from pytest_triton.model_archive import folder_env
+        from pytest_triton.archive.model_tar import folder_env
 
         recorded, notes = folder_env(root)  # sagemaker.env (or the SAGEMAKER_TRITON_* lines of a legacy .env)
         self.warnings += notes

@@ -15,6 +15,8 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from pytest_triton.archive.model_tar import DEFAULT_MODEL_ENV
+from pytest_triton.archive.model_tar import unpack_model_archive
 from pytest_triton.cloud.aws import AwsClients
 from pytest_triton.cloud.resources import expected_owner
 from pytest_triton.cloud.resources import split_s3_uri
@@ -22,8 +24,6 @@ from pytest_triton.cloud.serve_script import RepositoryLayout
 from pytest_triton.cloud.serve_script import serve_plan
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import DeploymentError
-from pytest_triton.model_archive import DEFAULT_MODEL_ENV
-from pytest_triton.model_archive import unpack_model_archive
 
 READ_ONLY_PREFIXES = ("Describe", "Get", "List", "Head", "FilterLogEvents", "InvokeEndpoint")
 

@@ -28,8 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_triton.archive.model_tar import DEFAULT_MODEL_ENV
 from pytest_triton.errors import ConfigError
-from pytest_triton.model_archive import DEFAULT_MODEL_ENV
 
 SINGLE_MODEL_REPOSITORY = "/opt/ml/model/"
 MULTI_MODEL_REPOSITORY = "/tmp/sagemaker"

@@ -18,11 +18,11 @@ from numpy.typing import NDArray
 
 from pytest_triton.contracts.spec import LabelCheck
 from pytest_triton.contracts.spec import OutputCheck
-from pytest_triton.parity import LabelReport
-from pytest_triton.parity import ParityReport
-from pytest_triton.parity import Tolerance
-from pytest_triton.parity import compare
-from pytest_triton.parity import compare_labels
+from pytest_triton.parity.tensors import LabelReport
+from pytest_triton.parity.tensors import ParityReport
+from pytest_triton.parity.tensors import Tolerance
+from pytest_triton.parity.tensors import compare
+from pytest_triton.parity.tensors import compare_labels
 
 __all__ = ["CheckResult", "compare_outputs", "compare_text_labels"]
 

@@ -33,7 +33,7 @@ from pytest_triton.contracts.spec import TensorRule
 from pytest_triton.contracts.spec import Variant
 from pytest_triton.contracts.spec import precision_tolerance
 from pytest_triton.errors import ConfigError
-from pytest_triton.parity import Tolerance
+from pytest_triton.parity.tensors import Tolerance
 
 if sys.version_info >= (3, 11):
     import tomllib

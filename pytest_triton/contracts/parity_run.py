@@ -39,8 +39,8 @@ from pytest_triton.contracts.spec import Variant
 from pytest_triton.contracts.spec import precision_tolerance
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import MissingDependency
-from pytest_triton.parity import LabelReport
-from pytest_triton.parity import ParityReport
+from pytest_triton.parity.tensors import LabelReport
+from pytest_triton.parity.tensors import ParityReport
 
 __all__ = ["ContractRun", "ParityOutcome", "format_tensors"]
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 from typing import final
 
-from pytest_triton.parity import TOLERANCE_PRESETS
-from pytest_triton.parity import Tolerance
+from pytest_triton.parity.tensors import TOLERANCE_PRESETS
+from pytest_triton.parity.tensors import Tolerance
 
 __all__ = [
     "PERCENTILES",

@@ -2,7 +2,7 @@
 
 Every request goes over Triton's gRPC stream (:class:`~pytest_triton.client.streaming.TritonStreamTransport`)
 and all its responses are kept. Parity compares a variant's responses with the reference variant's, response by
-response, at the variant's precision (:func:`~pytest_triton.stream_parity.compare_streams`); generated inputs are
+response, at the variant's precision (:func:`~pytest_triton.parity.streams.compare_streams`); generated inputs are
 searched and shrunk by Hypothesis as for other variants. Latency measures time to first response, the gaps
 between responses and the whole stream (:mod:`pytest_triton.bench.streams`), after a warm-up, for the
 declaration's window, and holds them to the stream limits of the variant's budget (``ttft_ms``, ``gap_p99_ms``).
@@ -35,8 +35,8 @@ from pytest_triton.contracts.samples import select_inputs
 from pytest_triton.contracts.serving import ServedVariant
 from pytest_triton.contracts.spec import Variant
 from pytest_triton.contracts.spec import precision_tolerance
-from pytest_triton.stream_parity import StreamParity
-from pytest_triton.stream_parity import compare_streams
+from pytest_triton.parity.streams import StreamParity
+from pytest_triton.parity.streams import compare_streams
 
 if TYPE_CHECKING:
     from pytest_triton.bench.session import TritonBench

@@ -13,10 +13,10 @@ import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pytest_triton.archive import ArchiveLimits
-from pytest_triton.archive import GiB
-from pytest_triton.archive import MiB
-from pytest_triton.archive import parse_size
+from pytest_triton.archive.guarded import ArchiveLimits
+from pytest_triton.archive.guarded import GiB
+from pytest_triton.archive.guarded import MiB
+from pytest_triton.archive.guarded import parse_size
 from pytest_triton.errors import ConfigError
 
 __all__ = ["GiB", "LintLimits", "MiB", "describe", "parse_size"]
@@ -45,7 +45,7 @@ class LintLimits:
     max_written_bytes: int = 256 * MiB
 
     def archive_limits(self) -> ArchiveLimits:
-        """The shared archive reader's limits (:mod:`pytest_triton.archive`) from these."""
+        """The shared archive reader's limits (:mod:`pytest_triton.archive.guarded`) from these."""
         return ArchiveLimits(
             max_members=self.max_archive_members,
             max_total_bytes=self.max_archive_bytes,

@@ -1,7 +1,7 @@
 """Read a SageMaker model.tar.gz as a stream and lint the repository inside it.
 
 Members are read in one pass, never all at once, through the shared guarded reader
-(:mod:`pytest_triton.archive`), and checked before anything is written: absolute paths, ``..``
+(:mod:`pytest_triton.archive.guarded`), and checked before anything is written: absolute paths, ``..``
 components, links and device files are refused with a finding (D606). What a config check needs
 (configs, python models, ONNX graphs up to ``max_member_bytes``, small files) is written into a
 temporary folder the caller owns, up to ``max_written_bytes`` in all (past it, D611); any other member
@@ -18,10 +18,10 @@ from pathlib import Path
 from pathlib import PurePosixPath
 from typing import IO
 
-from pytest_triton.archive import ArchiveLimitError
-from pytest_triton.archive import is_hidden
-from pytest_triton.archive import open_guarded
-from pytest_triton.archive import unsafe_reason
+from pytest_triton.archive.guarded import ArchiveLimitError
+from pytest_triton.archive.guarded import is_hidden
+from pytest_triton.archive.guarded import open_guarded
+from pytest_triton.archive.guarded import unsafe_reason
 from pytest_triton.config import CONFIG_FILENAME
 from pytest_triton.lint.context import Reporter
 from pytest_triton.lint.context import RepositoryContext

@@ -17,10 +17,10 @@ import os
 import tarfile
 from pathlib import Path
 
+from pytest_triton.archive.model_tar import DEFAULT_MODEL_ENV
+from pytest_triton.archive.model_tar import FOLDER_SIDECAR
+from pytest_triton.archive.model_tar import sidecar_env
 from pytest_triton.errors import ConfigError
-from pytest_triton.model_archive import DEFAULT_MODEL_ENV
-from pytest_triton.model_archive import FOLDER_SIDECAR
-from pytest_triton.model_archive import sidecar_env
 from pytest_triton.repository.layout import model_folders
 
 

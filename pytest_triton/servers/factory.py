@@ -3,7 +3,7 @@
 :class:`ServerFactory` takes a launcher name (see :mod:`pytest_triton.servers.registry`) and the options,
 builds that launcher for each repository it is given, starts it and remembers it so that everything it
 started can be stopped at once. The ``triton_server_factory`` fixture is one of these, with the session's
-bookkeeping on top (:class:`pytest_triton.serving.TritonServerFactory`).
+bookkeeping on top (:class:`pytest_triton.plugin.server_factory.TritonServerFactory`).
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from typing import Any
 from typing import ClassVar
 from typing import Protocol
 
+from pytest_triton.archive.model_tar import DEFAULT_MODEL_ENV
 from pytest_triton.client.rest import TritonRest
 from pytest_triton.client.triton import TritonClients
 from pytest_triton.client.urls import LOCALHOST
@@ -36,7 +37,6 @@ from pytest_triton.client.urls import ServerUrls
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
-from pytest_triton.model_archive import DEFAULT_MODEL_ENV
 from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions

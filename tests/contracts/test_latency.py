@@ -15,7 +15,7 @@ from pytest_triton.bench.engine import engine_of
 from pytest_triton.bench.session import TritonBench
 from pytest_triton.client.nli import NliSample
 from pytest_triton.client.nli import NliTokenizer
-from pytest_triton.serving import TritonServerFactory
+from pytest_triton.plugin.server_factory import TritonServerFactory
 from tests.contracts.conftest import Served
 from tests.contracts.conftest import cuda_fp16_missing_reason
 

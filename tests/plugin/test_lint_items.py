@@ -66,7 +66,7 @@ def test_plugin_module_imports_nothing_heavy() -> None:
     import sys
 
     code = (
-        "import sys, pytest_triton.plugin\n"
+        "import sys, pytest_triton.plugin.hooks\n"
         "heavy = [m for m in ('tritonclient', 'onnxruntime', 'onnx', 'docker', 'boto3', 'hypothesis', 'numpy')"
         " if m in sys.modules]\n"
         "print(heavy)\n"

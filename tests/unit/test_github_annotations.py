@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_triton.github import annotation
-from pytest_triton.github import escape_data
-from pytest_triton.github import escape_property
 from pytest_triton.lint.finding import Finding
+from pytest_triton.lint.github import annotation
+from pytest_triton.lint.github import escape_data
+from pytest_triton.lint.github import escape_property
 
 ROOT = Path(__file__).resolve().parents[2]
 

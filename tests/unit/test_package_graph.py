@@ -91,7 +91,7 @@ def test_the_check_sees_a_cycle(tmp_path: Path) -> None:
     assert set(cycle) == {"alpha", "beta"}
 
 
-@pytest.mark.parametrize("lower", ["client", "errors", "config", "lint", "model_archive"])
+@pytest.mark.parametrize("lower", ["client", "errors", "config", "lint", "archive"])
 def test_low_layers_do_not_import_servers(lower: str) -> None:
     # the clients, the linter and the shared facts sit below the launchers
     assert "servers" not in package_graph().get(lower, set())

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_triton.archive.model_tar import DEFAULT_MODEL_ENV
+from pytest_triton.archive.model_tar import read_env_file
+from pytest_triton.archive.model_tar import sidecar_env
+from pytest_triton.archive.model_tar import unpack_model_archive
 from pytest_triton.errors import ConfigError
-from pytest_triton.model_archive import DEFAULT_MODEL_ENV
-from pytest_triton.model_archive import read_env_file
-from pytest_triton.model_archive import sidecar_env
-from pytest_triton.model_archive import unpack_model_archive
 from pytest_triton.repository.sagemaker import package_model_tar
 
 # a repository whose models keep files at every depth: beside config.pbtxt, in the version folders, and in

@@ -11,12 +11,12 @@ import pytest
 
 import pytest_triton
 
-PLUGIN = Path(pytest_triton.__file__).with_name("plugin.py")
+PLUGIN = Path(pytest_triton.__file__).parent / "plugin" / "hooks.py"
 FIXTURES = {"triton_repository", "triton_server", "triton_server_factory", "triton_client", "triton_bench"}
 
 
 def _fixture_types() -> dict[str, str]:
-    """Each public fixture of plugin.py → the type it gives (the return annotation, Iterator[...] unwrapped)."""
+    """Each public fixture of plugin/hooks.py → the type it gives (the return annotation, Iterator[...] unwrapped)."""
     found: dict[str, str] = {}
     for node in ast.parse(PLUGIN.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.FunctionDef) and node.name in FIXTURES and node.returns is not None:
@@ -45,7 +45,8 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 def test_importing_the_package_imports_no_fixture_module_and_not_pytest() -> None:
     code = (
         "import sys, pytest_triton\n"
-        "print([m for m in ('pytest', 'pytest_triton.serving', 'pytest_triton.servers', 'pytest_triton.bench')"
+        "print([m for m in ('pytest', 'pytest_triton.plugin.server_factory', 'pytest_triton.servers',"
+        " 'pytest_triton.bench')"
         " if m in sys.modules])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from pytest_triton.errors import ConfigError
-from pytest_triton.parity import TOLERANCE_PRESETS
-from pytest_triton.parity import Tolerance
-from pytest_triton.parity import assert_parity
-from pytest_triton.parity import assert_same_labels
-from pytest_triton.parity import compare
-from pytest_triton.parity import compare_labels
-from pytest_triton.parity import tolerance
+from pytest_triton.parity.tensors import TOLERANCE_PRESETS
+from pytest_triton.parity.tensors import Tolerance
+from pytest_triton.parity.tensors import assert_parity
+from pytest_triton.parity.tensors import assert_same_labels
+from pytest_triton.parity.tensors import compare
+from pytest_triton.parity.tensors import compare_labels
+from pytest_triton.parity.tensors import tolerance
 
 F32 = np.float32
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_triton.parity import Tolerance
-from pytest_triton.parity import compare
+from pytest_triton.parity.tensors import Tolerance
+from pytest_triton.parity.tensors import compare
 
 TOL = Tolerance(atol=0.01, rtol=0.1, name="probe")
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pytest_triton.archive.model_tar import DEFAULT_MODEL_ENV
+from pytest_triton.archive.model_tar import read_env_file
+from pytest_triton.archive.model_tar import sidecar_env
 from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.context import RepositoryContext
-from pytest_triton.model_archive import DEFAULT_MODEL_ENV
-from pytest_triton.model_archive import read_env_file
-from pytest_triton.model_archive import sidecar_env
 
 
 def check_sagemaker_default_model(repo: RepositoryContext) -> None:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from typing import ClassVar
 from typing import final
 
+from pytest_triton.archive.model_tar import DEFAULT_MODEL_ENV
 from pytest_triton.client.rest import fetch_text
 from pytest_triton.client.urls import LOCALHOST
 from pytest_triton.client.urls import InferenceEndpoint
@@ -50,7 +51,6 @@ from pytest_triton.errors import ModelLoadError
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
 from pytest_triton.hardware import gpu_visible
-from pytest_triton.model_archive import DEFAULT_MODEL_ENV
 from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.base import ServeOptions

@@ -13,17 +13,17 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_triton.archive.model_tar import DEFAULT_MODEL_ENV
+from pytest_triton.archive.model_tar import FOLDER_SIDECAR
+from pytest_triton.archive.model_tar import folder_env
+from pytest_triton.archive.model_tar import read_env_file
+from pytest_triton.archive.model_tar import sidecar_env
+from pytest_triton.archive.model_tar import unpack_model_archive
 from pytest_triton.cloud.serve_script import SINGLE_MODEL_REPOSITORY
 from pytest_triton.cloud.serve_script import RepositoryLayout
 from pytest_triton.cloud.serve_script import ServePlan
 from pytest_triton.cloud.serve_script import serve_plan
 from pytest_triton.errors import ConfigError
-from pytest_triton.model_archive import DEFAULT_MODEL_ENV
-from pytest_triton.model_archive import FOLDER_SIDECAR
-from pytest_triton.model_archive import folder_env
-from pytest_triton.model_archive import read_env_file
-from pytest_triton.model_archive import sidecar_env
-from pytest_triton.model_archive import unpack_model_archive
 
 MODEL_MOUNT = SINGLE_MODEL_REPOSITORY.rstrip("/")  # where SageMaker puts the unpacked model.tar.gz
 _MULTI_MODEL = (

@@ -21,7 +21,7 @@ from pytest_triton.bench.report import table_lines
 from pytest_triton.bench.sampling import WindowPolicy
 from pytest_triton.bench.session import TritonBench
 from pytest_triton.client.transports import TritonHttpTransport
-from pytest_triton.serving import TritonServerFactory
+from pytest_triton.plugin.server_factory import TritonServerFactory
 
 pytestmark = pytest.mark.xdist_group("embedded-triton")
 ONNX = Path(__file__).resolve().parents[3] / "model_repos" / "scenario07" / "onnx"

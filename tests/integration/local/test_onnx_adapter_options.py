@@ -19,8 +19,8 @@ ort = pytest.importorskip("onnxruntime", reason="the ONNX adapter and the refere
 from pytest_triton.client.transports import TritonHttpTransport  # noqa: E402
 from pytest_triton.config import read_config  # noqa: E402
 from pytest_triton.config import write_config  # noqa: E402
+from pytest_triton.plugin.server_factory import TritonServerFactory  # noqa: E402
 from pytest_triton.repository import RepositoryBuilder  # noqa: E402
-from pytest_triton.serving import TritonServerFactory  # noqa: E402
 
 from .test_onnx_python_ensemble import make_onnx  # noqa: E402
 

@@ -15,10 +15,10 @@ pytest.importorskip("pytriton", reason="the embedded tritonserver comes from nvi
 ort = pytest.importorskip("onnxruntime", reason="the ONNX adapter and the reference need onnxruntime")
 
 from pytest_triton.client.rest import fetch_text  # noqa: E402
+from pytest_triton.plugin.server_factory import TritonServerFactory  # noqa: E402
 from pytest_triton.repository import EnsembleStep  # noqa: E402
 from pytest_triton.repository import RepositoryBuilder  # noqa: E402
 from pytest_triton.repository import TensorSpec  # noqa: E402
-from pytest_triton.serving import TritonServerFactory  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("embedded-triton")
 

@@ -12,6 +12,8 @@ import pytest
 pytest.importorskip("pytriton", reason="the embedded tritonserver comes from nvidia-pytriton (pip install '.[serve]')")
 pytest.importorskip("onnxruntime", reason="the reference and the ONNX adapter need onnxruntime")
 
+from pytest_triton.archive.model_tar import read_env_file
+from pytest_triton.archive.model_tar import sidecar_env
 from pytest_triton.client.nli import NliClient
 from pytest_triton.client.nli import NliSample
 from pytest_triton.client.nli import NliTokenizer
@@ -20,11 +22,9 @@ from pytest_triton.client.reference import OnnxReference
 from pytest_triton.client.transports import InputSpec
 from pytest_triton.client.transports import SageMakerTransport
 from pytest_triton.client.transports import TritonHttpTransport
-from pytest_triton.model_archive import read_env_file
-from pytest_triton.model_archive import sidecar_env
-from pytest_triton.parity import assert_parity
+from pytest_triton.parity.tensors import assert_parity
+from pytest_triton.plugin.server_factory import TritonServerFactory
 from pytest_triton.repository.sagemaker import package_model_tar
-from pytest_triton.serving import TritonServerFactory
 
 pytestmark = pytest.mark.xdist_group("embedded-triton")
 

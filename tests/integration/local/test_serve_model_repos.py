@@ -31,7 +31,7 @@ from pytest_triton.client.nli import NliTokenizer  # noqa: E402
 from pytest_triton.client.nli import load_samples  # noqa: E402
 from pytest_triton.client.reference import OnnxReference  # noqa: E402
 from pytest_triton.client.transports import TritonHttpTransport  # noqa: E402
-from pytest_triton.parity import assert_parity  # noqa: E402
+from pytest_triton.parity.tensors import assert_parity  # noqa: E402
 
 MODEL_REPOS = Path(__file__).resolve().parents[3] / "model_repos"
 ASSETS = MODEL_REPOS / "assets" / "tiny-mdeberta"

@@ -19,8 +19,8 @@ from pytest_triton.bench.streams import summarize_streams
 from pytest_triton.client.streaming import TritonStreamTransport
 from pytest_triton.errors import InferenceError
 from pytest_triton.errors import InferenceTimeout
+from pytest_triton.parity.streams import compare_streams
 from pytest_triton.servers import LocalLauncher
-from pytest_triton.stream_parity import compare_streams
 
 from .local_triton_helpers import skip_without_embedded_triton
 

@@ -195,8 +195,8 @@ def _full_report(results: list[VariantResult]) -> ReportData:
     from pytest_triton.bench.provenance import collect_provenance
     from pytest_triton.bench.relative import RelativeBudget
     from pytest_triton.bench.relative import evaluate_relative
-    from pytest_triton.parity import compare
-    from pytest_triton.parity import compare_labels
+    from pytest_triton.parity.tensors import compare
+    from pytest_triton.parity.tensors import compare_labels
 
     fast, slow = results[0], results[1]
     assert fast.latency is not None

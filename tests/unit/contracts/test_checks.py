@@ -12,7 +12,7 @@ from pytest_triton.contracts.checks import compare_outputs
 from pytest_triton.contracts.checks import compare_text_labels
 from pytest_triton.contracts.spec import LabelCheck
 from pytest_triton.contracts.spec import OutputCheck
-from pytest_triton.parity import tolerance
+from pytest_triton.parity.tensors import tolerance
 
 REF = {"y": np.array([[1.0, 2.0, 3.0], [3.0, 1.0, 2.0]], dtype=np.float32)}
 ROWS = ["s1", "s2"]

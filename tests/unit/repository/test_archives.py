@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_triton.archive import ArchiveLimitError
-from pytest_triton.archive import ArchiveLimits
-from pytest_triton.archive import open_guarded
+from pytest_triton.archive.guarded import ArchiveLimitError
+from pytest_triton.archive.guarded import ArchiveLimits
+from pytest_triton.archive.guarded import open_guarded
+from pytest_triton.archive.model_tar import folder_env
+from pytest_triton.archive.model_tar import unpack_model_archive
 from pytest_triton.errors import ConfigError
 from pytest_triton.lint import lint_path
 from pytest_triton.lint.limits import LintLimits
-from pytest_triton.model_archive import folder_env
-from pytest_triton.model_archive import unpack_model_archive
 from pytest_triton.repository.sagemaker import package_model_tar
 
 from .archives import archive_of

@@ -6,7 +6,7 @@ import numpy as np
 
 from pytest_triton.client.streaming import StreamResponse
 from pytest_triton.client.streaming import StreamResult
-from pytest_triton.stream_parity import compare_streams
+from pytest_triton.parity.streams import compare_streams
 
 
 def _stream(values: list[float], *, model: str = "m") -> StreamResult:

@@ -18,15 +18,15 @@ from typing import final
 
 import pytest
 
-from pytest_triton import options
 from pytest_triton.errors import ConfigError
+from pytest_triton.plugin import options
+from pytest_triton.plugin.state import STATE_KEY
+from pytest_triton.plugin.state import SessionState
+from pytest_triton.plugin.state import session_state
 from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.base import TritonServer
 from pytest_triton.servers.factory import ServerFactory
 from pytest_triton.servers.logs import without_gpu_noise
-from pytest_triton.session_state import STATE_KEY
-from pytest_triton.session_state import SessionState
-from pytest_triton.session_state import session_state
 
 if TYPE_CHECKING:
     from pytest_triton.bench.session import TritonBench

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pytest_triton.bench.session import TritonBench
     from pytest_triton.contracts import ContractRun
     from pytest_triton.contracts import Declaration
-    from pytest_triton.serving import TritonServerFactory
+    from pytest_triton.plugin.server_factory import TritonServerFactory
 
 
 @dataclass
@@ -43,7 +43,7 @@ def load_contracts(config: pytest.Config) -> None:
     """Read and validate every contracts file (an invalid one is a usage error: the run stops before tests)."""
     from pytest_triton.contracts import load_declaration
     from pytest_triton.errors import ConfigError
-    from pytest_triton.options import contract_paths
+    from pytest_triton.plugin.options import contract_paths
     from pytest_triton.servers.registry import launcher_class
 
     state = ContractsState()
@@ -98,7 +98,7 @@ def _run(request: pytest.FixtureRequest, declaration: Declaration, factory: Trit
 
     state = request.config.stash[CONTRACTS_KEY]
     if declaration.path not in state.runs:
-        from pytest_triton.serving import TritonServerFactory
+        from pytest_triton.plugin.server_factory import TritonServerFactory
 
         def factory_for(launcher: str) -> TritonServerFactory:
             # the session's options and state: its servers get their logs attached like the session's own

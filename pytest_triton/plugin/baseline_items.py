@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
-from pytest_triton.contract_items import CONTRACTS_KEY
-from pytest_triton.contract_items import ContractItem
-from pytest_triton.contract_items import latency_skip_reason
 from pytest_triton.errors import ContractFailure
 from pytest_triton.errors import PytestTritonError
 from pytest_triton.errors import VariantUnavailable
+from pytest_triton.plugin.contract_items import CONTRACTS_KEY
+from pytest_triton.plugin.contract_items import ContractItem
+from pytest_triton.plugin.contract_items import latency_skip_reason
 
 if TYPE_CHECKING:
     from pytest_triton.baseline.measure import PairRun
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from pytest_triton.baseline.verdict import VerdictRow
     from pytest_triton.bench.session import TritonBench
     from pytest_triton.contracts.serving import ContractServers
-    from pytest_triton.serving import TritonServerFactory
+    from pytest_triton.plugin.server_factory import TritonServerFactory
 
 PLUGIN_NAME = "pytest-triton-baseline"
 MARKER = "triton_baseline: Item of a --triton-baseline pair (select them with -m triton_baseline)"
@@ -128,7 +128,7 @@ def _skip(reason: str) -> None:
 def _pair_run(request: pytest.FixtureRequest, pair: Pair, factory: TritonServerFactory) -> PairRun:
     from pytest_triton.baseline.measure import PairRun
     from pytest_triton.contracts.serving import ContractServers
-    from pytest_triton.serving import TritonServerFactory
+    from pytest_triton.plugin.server_factory import TritonServerFactory
 
     state = request.config.stash[BASELINE_KEY]
     path = pair.declaration.path

@@ -14,10 +14,10 @@ import tarfile
 from pathlib import Path
 from pathlib import PurePosixPath
 
-from pytest_triton.archive import ArchiveLimitError
-from pytest_triton.archive import ArchiveLimits
-from pytest_triton.archive import open_guarded
-from pytest_triton.archive import unsafe_reason
+from pytest_triton.archive.guarded import ArchiveLimitError
+from pytest_triton.archive.guarded import ArchiveLimits
+from pytest_triton.archive.guarded import open_guarded
+from pytest_triton.archive.guarded import unsafe_reason
 from pytest_triton.errors import ConfigError
 
 DEFAULT_MODEL_ENV = "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"

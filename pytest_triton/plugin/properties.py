@@ -44,7 +44,7 @@ def bench_properties(bench: TritonBench, seen: tuple[int, int]) -> list[tuple[st
 
 def record_bench_properties(item: pytest.Item) -> None:
     """Add to ``item.user_properties`` what the session's bench recorded since the previous test."""
-    from pytest_triton.session_state import BENCH_KEY
+    from pytest_triton.plugin.state import BENCH_KEY
 
     bench = item.config.stash.get(BENCH_KEY, None)
     if bench is None:
@@ -57,7 +57,7 @@ def record_bench_properties(item: pytest.Item) -> None:
 def machine_info(config: pytest.Config, machine_info: dict[str, Any]) -> None:
     """pytest-benchmark's machine info gets the budget hardware key and where it came from, so that
     ``--benchmark-compare`` across hardware says the machines differ."""
-    from pytest_triton.session_state import BENCH_KEY
+    from pytest_triton.plugin.state import BENCH_KEY
 
     bench = config.stash.get(BENCH_KEY, None)
     if bench is not None:

@@ -80,7 +80,7 @@ class TritonLintTarget(pytest.Collector):
 
 
 def lint_targets_from_config(config: pytest.Config) -> list[Path]:
-    from pytest_triton.options import many
+    from pytest_triton.plugin.options import many
 
     return [Path(p) for p in many(config, "triton_lint")]
 
@@ -89,7 +89,7 @@ def lint_limits_from_config(config: pytest.Config) -> LintLimits:
     """``--triton-lint-limit NAME=N`` options over ini ``triton_lint_limits`` over the defaults."""
     from pytest_triton.errors import ConfigError
     from pytest_triton.lint.limits import LintLimits
-    from pytest_triton.options import many
+    from pytest_triton.plugin.options import many
 
     try:
         return LintLimits().with_values(many(config, "triton_lint_limit"))

@@ -8,7 +8,7 @@ the read with :class:`ArchiveLimitError`, so tarfile never allocates it. It foll
 (the header's size field, or a ``size=`` record of the pax header before it) to know where the next header is.
 
 The linter (:mod:`pytest_triton.lint.tarball`), sagemaker-local and ``--endpoint``
-(:func:`pytest_triton.model_archive.unpack_model_archive`) all read archives through :func:`open_guarded`
+(:func:`pytest_triton.archive.model_tar.unpack_model_archive`) all read archives through :func:`open_guarded`
 and refuse the same members (:func:`unsafe_reason`): absolute paths, ``..``, links of either kind, devices.
 """
 

@@ -2,7 +2,7 @@
 
 A decoupled model answers a request with a sequence of responses. Two variants agree on a request when they
 send as many responses and response ``i`` of one agrees with response ``i`` of the other (every output, by
-:func:`pytest_triton.parity.compare`). A disagreement names the first response that differs: its index, the
+:func:`pytest_triton.parity.tensors.compare`). A disagreement names the first response that differs: its index, the
 output and its worst element; a shorter or longer stream says how many responses each side sent.
 """
 
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import final
 
 from pytest_triton.client.streaming import StreamResult
-from pytest_triton.parity import ParityReport
-from pytest_triton.parity import Tolerance
-from pytest_triton.parity import compare
+from pytest_triton.parity.tensors import ParityReport
+from pytest_triton.parity.tensors import Tolerance
+from pytest_triton.parity.tensors import compare
 
 
 @final

@@ -14,37 +14,37 @@ from pathlib import Path
 
 import pytest
 
-from pytest_triton import options
-from pytest_triton.baseline_items import add_options as add_baseline_options
 from pytest_triton.bench.session import TritonBench
 from pytest_triton.client.triton import TritonClients
 from pytest_triton.cloud.metrics import SplitWindow
 from pytest_triton.cloud.metrics_wait import read_splits
-from pytest_triton.contract_items import add_late_notes
-from pytest_triton.contract_items import contract_collectors
-from pytest_triton.contract_items import load_contracts
-from pytest_triton.contract_items import summary_lines as contract_lines
-from pytest_triton.contract_items import write_contracts_report
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import PytestTritonError
 from pytest_triton.hardware import require_gpu
-from pytest_triton.lint_items import lint_collectors
-from pytest_triton.properties import machine_info as triton_machine_info
-from pytest_triton.properties import record_bench_properties
+from pytest_triton.plugin import options
+from pytest_triton.plugin.baseline_items import add_options as add_baseline_options
+from pytest_triton.plugin.contract_items import add_late_notes
+from pytest_triton.plugin.contract_items import contract_collectors
+from pytest_triton.plugin.contract_items import load_contracts
+from pytest_triton.plugin.contract_items import summary_lines as contract_lines
+from pytest_triton.plugin.contract_items import write_contracts_report
+from pytest_triton.plugin.lint_items import lint_collectors
+from pytest_triton.plugin.properties import machine_info as triton_machine_info
+from pytest_triton.plugin.properties import record_bench_properties
+from pytest_triton.plugin.server_factory import TritonServerFactory
+from pytest_triton.plugin.server_factory import attach_server_logs
+from pytest_triton.plugin.server_factory import check_launcher
+from pytest_triton.plugin.server_factory import session_bench
+from pytest_triton.plugin.server_factory import summary_lines
+from pytest_triton.plugin.state import BENCH_KEY
+from pytest_triton.plugin.state import SessionState
+from pytest_triton.plugin.state import session_state
 from pytest_triton.repository.builder import RepositoryBuilder
 from pytest_triton.servers.base import TritonServer
 from pytest_triton.servers.docker.owners import begin_session_run
 from pytest_triton.servers.docker.owners import end_of_run
 from pytest_triton.servers.docker.owners import end_session_run
 from pytest_triton.servers.docker.owners import run_id
-from pytest_triton.serving import TritonServerFactory
-from pytest_triton.serving import attach_server_logs
-from pytest_triton.serving import check_launcher
-from pytest_triton.serving import session_bench
-from pytest_triton.serving import summary_lines
-from pytest_triton.session_state import BENCH_KEY
-from pytest_triton.session_state import SessionState
-from pytest_triton.session_state import session_state
 
 MARKERS = {
     "triton_gpu": "Test needs a GPU; runs only with --triton-gpu (short form --gpu)",
