@@ -26,7 +26,7 @@ from pytest_triton.errors import PytestTritonError
 from pytest_triton.errors import VariantUnavailable
 from pytest_triton.plugin.contract_items import CONTRACTS_KEY
 from pytest_triton.plugin.contract_items import ContractItem
-from pytest_triton.plugin.contract_items import latency_skip_reason
+from pytest_triton.plugin.workers import latency_skip_reason
 
 if TYPE_CHECKING:
     from pytest_triton.baseline.measure import PairRun

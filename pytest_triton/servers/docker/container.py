@@ -25,6 +25,7 @@ from typing import final
 from pytest_triton.client.urls import LOCALHOST
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ServerError
+from pytest_triton.hardware import WORKER_GPUS_ENV
 from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.docker.engine import connect
 from pytest_triton.servers.docker.engine import default_ulimits
@@ -65,7 +66,8 @@ def container_settings(options: ServeOptions) -> dict[str, Any]:
     """The container keyword arguments the common options give (``gpus``, ``network``, ``shm_size``,
     ``ulimits``, ``pull``): settings ``gpu_devices`` (ids; default every GPU with ``gpu``), ``network``,
     ``shm_size``, ``ulimits`` ("memlock=-1,stack=67108864") and ``pull``."""
-    devices = options.setting("gpu_devices")
+    # an xdist worker's own GPUs (pytest_triton.plugin.workers) unless the user named the devices
+    devices = options.setting("gpu_devices") or os.environ.get(WORKER_GPUS_ENV)
     ulimits = options.setting("ulimits")
     return {
         "gpus": (str(devices) if devices else True) if options.gpu else False,
