@@ -40,7 +40,7 @@ def configure_shard(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from exc
 
 
-def _name(config: pytest.Config, path: Path) -> str:
+def contracts_name(config: pytest.Config, path: Path) -> str:
     """A contracts file's name as every runner spells it: relative to the rootdir where it is inside."""
     try:
         return path.relative_to(config.rootpath).as_posix()
@@ -53,7 +53,11 @@ def select_shard(config: pytest.Config, items: list[pytest.Item]) -> None:
     shard = config.stash.get(SHARD_KEY, None)
     if shard is None:
         return
-    keys = {id(item): f"{_name(config, item.path)}::{item.variant}" for item in items if isinstance(item, ContractItem)}
+    keys = {
+        id(item): f"{contracts_name(config, item.path)}::{item.variant}"
+        for item in items
+        if isinstance(item, ContractItem)
+    }
     groups: dict[str, int] = {}
     for key in keys.values():
         groups[key] = groups.get(key, 0) + 1
@@ -83,12 +87,19 @@ def _contracts_digest(config: pytest.Config) -> str:
     state = config.stash.get(CONTRACTS_KEY, None)
     digest = hashlib.sha256()
     for declaration in state.declarations if state is not None else ():
-        digest.update(_name(config, declaration.path).encode() + b"\0")
+        digest.update(contracts_name(config, declaration.path).encode() + b"\0")
         try:
             digest.update(declaration.path.read_bytes())
         except OSError as exc:  # read and checked when pytest started: gone since
             digest.update(f"unreadable: {exc}".encode())
     return digest.hexdigest()
+
+
+def in_shard(config: pytest.Config, contracts: str, variant: str) -> bool:
+    """Whether this session runs ``variant`` of the contracts file named ``contracts`` (always when not sharded)."""
+    if SHARD_KEY not in config.stash:
+        return True
+    return f"{contracts}::{variant}" in config.stash.get(VARIANTS_KEY, [])
 
 
 def shard_entry(config: pytest.Config) -> dict[str, Any] | None:
