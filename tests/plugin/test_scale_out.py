@@ -141,3 +141,25 @@ def test_more_workers_than_gpus_is_a_usage_error(tmp_path: Path) -> None:
     run = _pytest(["-n", "3", "--triton-gpu"], tmp_path, env)
     assert run.returncode == pytest.ExitCode.USAGE_ERROR, run.stdout + run.stderr
     assert "3 xdist workers over 2 GPU(s) (0, 1): two workers would share a GPU; run with -n 2" in run.stderr
+
+
+DOCKER_DEVICES_TEST = """
+import os
+from pathlib import Path
+
+
+def test_container_devices(triton_server_factory, tmp_path):
+    launcher = triton_server_factory.create(tmp_path)  # built, not started: no daemon needed
+    (Path(os.environ["SCALE_OUT"]) / os.environ["PYTEST_XDIST_WORKER"]).write_text(str(launcher.container.gpus))
+"""
+
+
+def test_each_worker_container_gets_its_own_gpu(tmp_path: Path) -> None:
+    env = _stand_in_gpus(tmp_path)
+    out = tmp_path / "seen"
+    out.mkdir()
+    (tmp_path / "test_docker_devices.py").write_text(DOCKER_DEVICES_TEST)
+    args = ["-n", "2", "--dist", "each", "--triton-gpu", "--triton-launcher", "docker"]
+    run = _pytest([*args, "--triton-image", "example.org/triton:1"], tmp_path, {**env, "SCALE_OUT": str(out)})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert {path.name: path.read_text() for path in out.iterdir()} == {"gw0": "0", "gw1": "1"}

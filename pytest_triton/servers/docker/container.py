@@ -54,7 +54,7 @@ CONTAINER_SETTINGS: Mapping[str, str] = {
     "image": "the Triton image (--triton-image)",
     "network": "host (default; free ports on 127.0.0.1) or bridge (ports published on 127.0.0.1)",
     "shm_size": f"shared memory of the container (default {DEFAULT_SHM_SIZE})",
-    "gpu_devices": "GPU ids given to the container with --triton-gpu, e.g. 0,1 (default all)",
+    "gpu_devices": "GPU ids given to the container with --triton-gpu, e.g. 0,1 (default all; an xdist worker's own)",
     "pull": "when to pull the image: missing (default), always or never",
     "ulimits": "ulimits over the defaults, e.g. memlock=-1,stack=67108864",
     "container_startup_timeout": f"seconds to wait for the server and its models "
