@@ -134,8 +134,11 @@ def send_report(config: pytest.Config) -> None:
     outcomes = tuple(contracts.outcomes) if contracts is not None else ()
     if bench is None and not outcomes:
         return
+    from pytest_triton.plugin.shards import shard_entry
+
     data = bench.report(config.rootpath) if bench is not None else ReportData()
-    workeroutput[REPORT_KEY] = json.dumps(to_json(replace(data, contracts=outcomes)), allow_nan=False)
+    data = replace(data, contracts=outcomes, shard=shard_entry(config))
+    workeroutput[REPORT_KEY] = json.dumps(to_json(data), allow_nan=False)
 
 
 def receive_report(node: Any, config: pytest.Config, bench: Callable[[], TritonBench]) -> None:
@@ -160,3 +163,9 @@ def receive_report(node: Any, config: pytest.Config, bench: Callable[[], TritonB
     contracts = config.stash.get(CONTRACTS_KEY, None)
     if contracts is not None:
         contracts.outcomes.extend(dict(o) for o in data.contracts)
+    if data.shard is not None:  # a sharded run under xdist: the workers collected, the controller did not
+        from pytest_triton.plugin.shards import VARIANTS_KEY
+
+        known = config.stash.setdefault(VARIANTS_KEY, [])
+        known.extend(v for v in data.shard.get("variants", ()) if v not in known)
+        known.sort()

@@ -40,12 +40,13 @@ SERVER_ENV_TEST = f"""
 import os
 from pathlib import Path
 
+from pytest_triton.plugin.workers import latency_skip_reason
 from pytest_triton.repository import TensorSpec
 
 ECHO = {ECHO!r}
 
 
-def test_server_environment(triton_repository, triton_server_factory):
+def test_server_environment(request, triton_repository, triton_server_factory, triton_bench):
     spec = [TensorSpec("X", "TYPE_FP32", (2,))]
     out = [TensorSpec("Y", "TYPE_FP32", (2,))]
     repository = triton_repository.add_python("echo", source=ECHO, inputs=spec, outputs=out).build()
@@ -54,6 +55,9 @@ def test_server_environment(triton_repository, triton_server_factory):
     devices = [e.split(b"=", 1)[1].decode() for e in environ if e.startswith(b"CUDA_VISIBLE_DEVICES=")]
     folder = Path(os.environ["SCALE_OUT"])
     (folder / os.environ["PYTEST_XDIST_WORKER"]).write_text(",".join(devices) or "unset")
+    (folder / "latency").mkdir(exist_ok=True)
+    (folder / "latency" / os.environ["PYTEST_XDIST_WORKER"]).write_text(str(latency_skip_reason(request.config)))
+    triton_bench.record_skipped("row-" + os.environ["PYTEST_XDIST_WORKER"], "a row: where did it run")
 """
 
 
@@ -129,10 +133,26 @@ def test_each_worker_server_sees_its_own_gpu(tmp_path: Path) -> None:
     out = tmp_path / "seen"
     out.mkdir()
     (tmp_path / "test_env.py").write_text(SERVER_ENV_TEST)
-    run = _pytest(["-n", "2", "--dist", "each", "--triton-gpu"], tmp_path, {**env, "SCALE_OUT": str(out)})
+    args = ["-n", "2", "--dist", "each", "--triton-gpu", "--triton-report", str(tmp_path / "report")]
+    run = _pytest(args, tmp_path, {**env, "SCALE_OUT": str(out)})
     assert run.returncode == 0, run.stdout + run.stderr
-    seen = {path.name: path.read_text() for path in out.iterdir()}
+    seen = {path.name: path.read_text() for path in out.iterdir() if path.is_file()}
     assert seen == {"gw0": "0", "gw1": "1"}
+    # every row says where it ran, in the one report the controller wrote
+    rows = json.loads((tmp_path / "report.json").read_text())["results"]
+    assert {r["variant"]: r["notes"] for r in rows} == {
+        "row-gw0": ["ran on GPU 0 (xdist worker gw0)"],
+        "row-gw1": ["ran on GPU 1 (xdist worker gw1)"],
+    }
+    # latency runs in a worker with a GPU and 2 CPU cores of its own: not on a 2-core machine
+    latency = {path.name: path.read_text() for path in (out / "latency").iterdir()}
+    if len(os.sched_getaffinity(0)) // 2 >= 2:
+        assert latency == {"gw0": "None", "gw1": "None"}
+    else:
+        assert (
+            "worker gw1 has GPU 1 but 1 CPU core(s) of its own (CPU cores // workers), latency needs 2"
+            in (latency["gw1"])
+        )
 
 
 def test_more_workers_than_gpus_is_a_usage_error(tmp_path: Path) -> None:
