@@ -118,9 +118,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[CONTRACTS_KEY].device = device_label(config)
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    # before xdist's own sessionfinish sends the worker's output to the controller
+    # an xdist worker's rows: xdist's sessionfinish wrapper sends its workeroutput after every implementation
     send_report(session.config)
 
 
