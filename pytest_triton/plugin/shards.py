@@ -12,19 +12,20 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 
 import pytest
 
-from pytest_triton.contracts.shards import Shard
-from pytest_triton.contracts.shards import assign_shards
-from pytest_triton.contracts.shards import parse_shard
 from pytest_triton.errors import ConfigError
 from pytest_triton.plugin import options
 from pytest_triton.plugin.contract_items import CONTRACTS_KEY
 from pytest_triton.plugin.contract_items import ContractItem
 
-SHARD_KEY = pytest.StashKey[Shard]()
+if TYPE_CHECKING:  # pytest_triton.contracts imports numpy: not at plugin import time
+    from pytest_triton.contracts.shards import Shard
+
+SHARD_KEY: pytest.StashKey[Shard] = pytest.StashKey()
 VARIANTS_KEY = pytest.StashKey[list[str]]()  # the variants this shard runs, by key (FILE::VARIANT)
 RUN_VARIABLE = "PYTEST_TRITON_SHARD_RUN"  # names the run the shards belong to where the CI's run id is not enough
 
@@ -34,6 +35,8 @@ def configure_shard(config: pytest.Config) -> None:
     text = options.text(config, "triton_shard")
     if not text:
         return
+    from pytest_triton.contracts.shards import parse_shard
+
     try:
         config.stash[SHARD_KEY] = parse_shard(text, os.environ)
     except ConfigError as exc:
@@ -53,6 +56,8 @@ def select_shard(config: pytest.Config, items: list[pytest.Item]) -> None:
     shard = config.stash.get(SHARD_KEY, None)
     if shard is None:
         return
+    from pytest_triton.contracts.shards import assign_shards
+
     keys = {
         id(item): f"{contracts_name(config, item.path)}::{item.variant}"
         for item in items
