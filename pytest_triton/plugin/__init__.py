@@ -16,7 +16,9 @@ from pytest_triton.plugin.hooks import pytest_make_collect_report
 from pytest_triton.plugin.hooks import pytest_report_header
 from pytest_triton.plugin.hooks import pytest_runtest_call
 from pytest_triton.plugin.hooks import pytest_runtest_makereport
+from pytest_triton.plugin.hooks import pytest_sessionfinish
 from pytest_triton.plugin.hooks import pytest_terminal_summary
+from pytest_triton.plugin.hooks import pytest_testnodedown
 from pytest_triton.plugin.hooks import pytest_unconfigure
 from pytest_triton.plugin.hooks import triton_bench
 from pytest_triton.plugin.hooks import triton_client
@@ -35,7 +37,9 @@ __all__ = [
     "pytest_report_header",
     "pytest_runtest_call",
     "pytest_runtest_makereport",
+    "pytest_sessionfinish",
     "pytest_terminal_summary",
+    "pytest_testnodedown",
     "pytest_unconfigure",
     "triton_bench",
     "triton_client",

@@ -8,9 +8,11 @@ client or a measurement uses them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Generator
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +25,7 @@ from pytest_triton.errors import PytestTritonError
 from pytest_triton.hardware import require_gpu
 from pytest_triton.plugin import options
 from pytest_triton.plugin.baseline_items import add_options as add_baseline_options
+from pytest_triton.plugin.contract_items import CONTRACTS_KEY
 from pytest_triton.plugin.contract_items import add_late_notes
 from pytest_triton.plugin.contract_items import contract_collectors
 from pytest_triton.plugin.contract_items import load_contracts
@@ -36,9 +39,17 @@ from pytest_triton.plugin.server_factory import attach_server_logs
 from pytest_triton.plugin.server_factory import check_launcher
 from pytest_triton.plugin.server_factory import session_bench
 from pytest_triton.plugin.server_factory import summary_lines
+from pytest_triton.plugin.shards import configure_shard
+from pytest_triton.plugin.shards import select_shard
+from pytest_triton.plugin.shards import shard_entry
 from pytest_triton.plugin.state import BENCH_KEY
 from pytest_triton.plugin.state import SessionState
 from pytest_triton.plugin.state import session_state
+from pytest_triton.plugin.workers import check_workers
+from pytest_triton.plugin.workers import configure_worker
+from pytest_triton.plugin.workers import device_label
+from pytest_triton.plugin.workers import receive_report
+from pytest_triton.plugin.workers import send_report
 from pytest_triton.repository.builder import RepositoryBuilder
 from pytest_triton.servers.base import TritonServer
 from pytest_triton.servers.docker.owners import begin_session_run
@@ -93,6 +104,9 @@ def pytest_configure(config: pytest.Config) -> None:
             require_gpu()
         except PytestTritonError as exc:
             raise pytest.UsageError(str(exc)) from exc
+    check_workers(config)
+    configure_worker(config)
+    configure_shard(config)
 
     try:  # an unknown launcher or setting fails before any test runs, listing the known ones
         check_launcher(config)
@@ -101,6 +115,19 @@ def pytest_configure(config: pytest.Config) -> None:
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from exc
     load_contracts(config)
+    config.stash[CONTRACTS_KEY].device = device_label(config)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # an xdist worker's rows: xdist's sessionfinish wrapper sends its workeroutput after every implementation
+    send_report(session.config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    config = getattr(node, "config", None)
+    if isinstance(config, pytest.Config):
+        receive_report(node, config, lambda: _bench(config))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -116,6 +143,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def _bench(config: pytest.Config) -> TritonBench:
     if BENCH_KEY not in config.stash:
         config.stash[BENCH_KEY] = session_bench(config)
+        config.stash[BENCH_KEY].device = device_label(config)
     return config.stash[BENCH_KEY]
 
 
@@ -133,6 +161,7 @@ def pytest_make_collect_report(
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    select_shard(config, items)
     launcher = options.launcher_name(config)
     gpu, cloud = options.spelled(config, "triton_gpu"), options.spelled(config, "triton_cloud")
     for item in items:
@@ -264,6 +293,8 @@ def _read_late_notes(terminalreporter: pytest.TerminalReporter, config: pytest.C
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):  # an xdist worker's output is not shown: its rows went to the controller
+        return
     _read_late_notes(terminalreporter, config, exitstatus)
 
     lines = summary_lines(config)
@@ -280,16 +311,30 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
         if report:
             terminalreporter.write_line(f"report written: {write_contracts_report(config, report)}")
     bench = config.stash.get(BENCH_KEY, None)
-    if bench is None or not (bench.results or bench.parity):
-        return
-    terminalreporter.section("triton latency")
-    if bench.budgets is None and not bench.declared_budgets:  # said once here, not on every row
-        terminalreporter.write_line(
-            "no budget file (--triton-budgets, ini triton_budgets, or budgets.toml beside the contracts file): "
-            "latency is measured and reported, not asserted"
-        )
-    for line in bench.summary_lines():
-        terminalreporter.write_line(line)
-    if report:
-        for path in bench.write_report(report, root=config.rootpath):
+    measured = bench is not None and bool(bench.results or bench.parity)
+    if bench is not None and measured:
+        terminalreporter.section("triton latency")
+        if bench.budgets is None and not bench.declared_budgets:  # said once here, not on every row
+            terminalreporter.write_line(
+                "no budget file (--triton-budgets, ini triton_budgets, or budgets.toml beside the contracts file): "
+                "latency is measured and reported, not asserted"
+            )
+        for line in bench.summary_lines():
+            terminalreporter.write_line(line)
+    shard = shard_entry(config)
+    if report and (measured or shard is not None):  # a shard writes its report even when it measured nothing
+        for path in _write_report(config, bench, report, shard):
             terminalreporter.write_line(f"report written: {path}")
+
+
+def _write_report(
+    config: pytest.Config, bench: TritonBench | None, prefix: str, shard: dict[str, Any] | None
+) -> list[Path]:
+    """The session's report with its contract outcomes and (a shard's) ``shard`` entry, for a later merge."""
+    from pytest_triton.bench.report import ReportData
+    from pytest_triton.bench.report import write_report
+
+    data = bench.report(config.rootpath) if bench is not None else ReportData()
+    contracts = config.stash.get(CONTRACTS_KEY, None)
+    outcomes = tuple(contracts.outcomes) if contracts is not None else ()
+    return write_report(dataclasses.replace(data, contracts=outcomes, shard=shard), prefix)

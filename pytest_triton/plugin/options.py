@@ -135,6 +135,12 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("triton_report", "Write the latency report to PATH.json, PATH.md, PATH.svg", metavar="PATH"),
     Option(
+        "triton_shard",
+        "Run shard K of N of the contract items (by variant; N alone: the index from JOB_COMPLETION_INDEX or "
+        "PYTEST_TRITON_SHARD_INDEX, 0-based); merge the shards' reports with python -m pytest_triton report merge",
+        metavar="K/N",
+    ),
+    Option(
         "triton_cloud_metrics_wait",
         "At the session's end, wait up to S seconds after the last latency window for CloudWatch's "
         "ModelLatency/OverheadLatency split (0: read once)",
