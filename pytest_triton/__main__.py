@@ -100,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     rules = commands.add_parser("rules", help="List every lint rule id with its severity and title")
     rules.add_argument("--format", choices=("text", "markdown"), default="text", help="Output format")
     commands.add_parser("serve", help="Serve a repository on Triton; prints one JSON line once ready", add_help=False)
+    commands.add_parser("init", help="Write contracts files for a model repository, green as written", add_help=False)
     cleanup = commands.add_parser(
         "cloud-cleanup",
         help="List what killed --cloud runs left in AWS (by tag and ledger); delete it with --yes",
@@ -119,6 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pytest_triton.servers.serve_cli import serve_main
 
         return int(serve_main(argv[1:]))
+    if argv and argv[0] == "init":
+        from pytest_triton.contracts.init import init_main
+
+        return init_main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.command == "rules":
         return _rules_main(args)

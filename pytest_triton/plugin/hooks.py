@@ -96,6 +96,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     try:  # an unknown launcher or setting fails before any test runs, listing the known ones
         check_launcher(config)
+        options.budgets_margin(config)
         if options.text(config, "triton_budgets"):  # a named budget file is checked before any test runs
             _bench(config)
     except ConfigError as exc:
@@ -280,8 +281,16 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
         if report:
             terminalreporter.write_line(f"report written: {write_contracts_report(config, report)}")
     bench = config.stash.get(BENCH_KEY, None)
-    if bench is None or not (bench.results or bench.parity):
-        return
+    if bench is not None and (bench.results or bench.parity):
+        _latency_summary(terminalreporter, config, bench, report)
+    record = options.text(config, "triton_budgets_record")
+    if record and not hasattr(config, "workerinput"):
+        _record_budgets(terminalreporter, config, bench, Path(record))
+
+
+def _latency_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config, bench: TritonBench, report: str
+) -> None:
     terminalreporter.section("triton latency")
     if bench.budgets is None and not bench.declared_budgets:  # said once here, not on every row
         terminalreporter.write_line(
@@ -293,3 +302,25 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     if report:
         for path in bench.write_report(report, root=config.rootpath):
             terminalreporter.write_line(f"report written: {path}")
+
+
+def _record_budgets(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config, bench: TritonBench | None, path: Path
+) -> None:
+    """Write the run's latency rows to ``path`` as this hardware's budgets, and say so in the summary."""
+    from pytest_triton import __version__
+    from pytest_triton.bench.budgets_record import write_budgets
+
+    margin = options.budgets_margin(config)
+    rows = write_budgets(path, bench.results, bench.hardware, margin, version=__version__) if bench else []
+    terminalreporter.section("triton budgets")
+    if rows and bench is not None:
+        terminalreporter.write_line(
+            f"budgets recorded: {path} [{bench.hardware}] {', '.join(r.variant for r in rows)} "
+            f"(measured x {margin:g}); later runs assert them (--triton-budgets {path})"
+        )
+    else:
+        terminalreporter.write_line(
+            f"budgets not recorded: no latency row was measured (latency items skip under xdist: -p no:xdist); "
+            f"{path} left as it was"
+        )
