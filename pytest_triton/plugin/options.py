@@ -177,7 +177,7 @@ def _shown_default(option: Option) -> str:
 
 def add_options(parser: pytest.Parser) -> None:
     """Register every option (in the ``triton`` group) and its ini twin."""
-    group = parser.getgroup("triton", "Triton model repositories (pytest-triton; docs/options.md)")
+    group = parser.getgroup("triton", "Triton model repositories (pytest-triton; python -m pytest_triton docs options)")
     for option in OPTIONS:
         short = f"; short form {option.short} where nothing else defines it" if option.short else ""
         text = f"{option.help} (default: {_shown_default(option)}; ini {option.ini_name}{short})"
