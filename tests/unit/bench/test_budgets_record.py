@@ -42,12 +42,15 @@ def test_recorded_budgets_pass_their_run_and_fail_a_slower_one(tmp_path: Path) -
     budget = budgets.lookup(HARDWARE, "onnx")
     assert budget is not None
     assert (budget.p50_ms, budget.p90_ms, budget.p99_ms) == (4.0, 10.0, None)
-    assert budget.throughput_batch_size == 8 and budget.path == "adapter"
+    assert budget.throughput_batch_size == 8
+    assert budget.path == "adapter"
     assert budget.samples_per_s == pytest.approx(rate.samples_per_s / 2, rel=1e-2)
-    assert "recorded by pytest-triton 0.1.0" in budget.source and "measured x 2" in budget.source
+    assert "recorded by pytest-triton 0.1.0" in budget.source
+    assert "measured x 2" in budget.source
     assert evaluate(budget, fast, rate, path="adapter").status == "pass"
     slower = evaluate(budget, stats(4.5, 5.0), rate, path="adapter")
-    assert slower.status == "fail" and "p50" in slower.reason
+    assert slower.status == "fail"
+    assert "p50" in slower.reason
 
 
 def test_other_hardware_is_kept_and_this_hardware_replaced(tmp_path: Path) -> None:

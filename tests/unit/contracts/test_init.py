@@ -55,13 +55,16 @@ def test_every_written_file_is_a_valid_declaration(repository: Path, tmp_path: P
     assert adder.reference.variant == "adder"
     assert {n: v.protocol for n, v in adder.variants.items()} == {"adder": "http", "adder-grpc": "grpc"}
     assert adder.variants["adder"].repository == repository.resolve()
-    assert adder.inputs.generated is not None and adder.inputs.generated.batch_size == 2
-    assert adder.latency is not None and adder.latency.throughput_batch_size == 8
+    assert adder.inputs.generated is not None
+    assert adder.inputs.generated.batch_size == 2
+    assert adder.latency is not None
+    assert adder.latency.throughput_batch_size == 8
 
     peaks = declarations["peaks"]  # not batching: one row per request; the -1 dim gets a shape
     assert peaks.inputs.generated is not None
     assert peaks.inputs.generated.tensors["VALUES"].shape == (4,)
-    assert peaks.latency is not None and peaks.latency.throughput_batch_size == 1
+    assert peaks.latency is not None
+    assert peaks.latency.throughput_batch_size == 1
 
     repeat = declarations["repeat"]  # decoupled: HTTP refuses it
     assert {n: v.protocol for n, v in repeat.variants.items()} == {"repeat": "stream"}
@@ -69,7 +72,8 @@ def test_every_written_file_is_a_valid_declaration(repository: Path, tmp_path: P
     tokenize = declarations["tokenize"]  # text cannot be generated: a samples file with every input
     assert tokenize.inputs.samples == (out / "tokenize.samples.jsonl").resolve()
     lines = [json.loads(line) for line in tokenize.inputs.samples.read_text().splitlines()]
-    assert lines and all(r["inputs"][0]["name"] == "TEXT" and r["inputs"][0]["datatype"] == "BYTES" for r in lines)
+    assert lines
+    assert all(r["inputs"][0]["name"] == "TEXT" and r["inputs"][0]["datatype"] == "BYTES" for r in lines)
     assert lines[0]["inputs"][0]["shape"] == [1, 1]
 
 
