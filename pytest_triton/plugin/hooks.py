@@ -31,6 +31,7 @@ from pytest_triton.plugin.contract_items import write_contracts_report
 from pytest_triton.plugin.lint_items import lint_collectors
 from pytest_triton.plugin.properties import machine_info as triton_machine_info
 from pytest_triton.plugin.properties import record_bench_properties
+from pytest_triton.plugin.properties import run_info as triton_run_info
 from pytest_triton.plugin.server_factory import TritonServerFactory
 from pytest_triton.plugin.server_factory import attach_server_logs
 from pytest_triton.plugin.server_factory import check_launcher
@@ -227,7 +228,18 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None]:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict[str, object]) -> None:
-    triton_machine_info(config, machine_info)
+    try:  # the session's bench, made now if no test made it yet: the compare and the save see the same one
+        bench = _bench(config)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+    triton_machine_info(bench, machine_info)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_update_json(config: pytest.Config, benchmarks: object, output_json: dict[str, object]) -> None:
+    bench = config.stash.get(BENCH_KEY, None)
+    if bench is not None:
+        output_json["triton"] = triton_run_info(bench)
 
 
 @contextlib.contextmanager

@@ -119,6 +119,10 @@ def test_from_a_wheel_to_asserted_budgets_without_writing_toml(tmp_path: Path) -
 
     first = _ok(_run(*pytest_cmd, cwd=project), "the first run")
     first_green = time.monotonic()
+    print(
+        f"\nfirst day from a wheel: install {installed - started:.0f} s, then init and a first green run "
+        f"{first_green - installed:.0f} s: {first_green - started:.0f} s to a first green run"
+    )
     assert re.search(r"\b6 passed\b", first), first[-3000:]
     assert "report-only" in first.lower(), first[-3000:]  # no budgets yet: measured, not asserted
 
@@ -136,9 +140,11 @@ def test_from_a_wheel_to_asserted_budgets_without_writing_toml(tmp_path: Path) -
     assert re.search(r"\b6 passed\b", asserted), asserted[-3000:]
     assert "absolute and relative budgets of 'cpu-" in asserted or "budgets of 'nvidia-" in asserted, asserted[-3000:]
     assert "REPORT-ONLY" not in asserted, asserted[-3000:]
-    assert len(re.findall(r"\bPASS\b", asserted)) >= 4 + 2, asserted[-3000:]  # 4 latency rows, 2 parity rows
-
-    print(
-        f"\nfirst day from a wheel: install {installed - started:.0f} s, then init and a first green run "
-        f"{first_green - installed:.0f} s: {first_green - started:.0f} s to a first green run"
-    )
+    rows = {
+        line.split()[0]: line
+        for line in asserted.splitlines()
+        if re.match(r"(running_max|scale_shift)\S* +native", line)
+    }
+    assert sorted(rows) == ["running_max", "running_max-grpc", "scale_shift", "scale_shift-grpc"], asserted[-3000:]
+    for variant, line in rows.items():  # held to the recorded budget: passed, or within it on a busy machine
+        assert re.search(r"p50≤\S+ p90≤\S+ ms ≥\S+/s .*(PASS|UNSTABLE: within budget)", line), (variant, line)
