@@ -107,9 +107,7 @@ def test_record_needs_samples() -> None:
 def test_compare_finds_the_same_machine_info_it_saved(project: pytest.Pytester) -> None:
     # a test that measures with the session's bench: it exists when the run is saved, not yet when the next run
     # compares (pytest-benchmark compares in its pytest_configure)
-    project.makepyfile(
-        test_bench="def test_bench(triton_bench, benchmark):\n    benchmark(lambda: None)\n"
-    )
+    project.makepyfile(test_bench="def test_bench(triton_bench, benchmark):\n    benchmark(lambda: None)\n")
     _run(project, "--benchmark-autosave", "test_bench.py").assert_outcomes(passed=1)
     (saved,) = (project.path / "store").rglob("0001_*.json")
     data = json.loads(saved.read_text())
