@@ -115,7 +115,7 @@ def test_from_a_wheel_to_asserted_budgets_without_writing_toml(tmp_path: Path) -
     files = sorted((project / "contracts").glob("*.contracts.toml"))
     assert [f.name for f in files] == ["running_max.contracts.toml", "scale_shift.contracts.toml"], said
     contracts = [arg for f in files for arg in ("--triton-contracts", f"contracts/{f.name}")]
-    pytest_cmd = (python, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", *contracts)
+    pytest_cmd: list[str | Path] = [python, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", *contracts]
 
     first = _ok(_run(*pytest_cmd, cwd=project), "the first run")
     first_green = time.monotonic()
