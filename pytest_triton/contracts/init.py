@@ -47,6 +47,7 @@ class ModelSignature:
     decoupled: bool
     backend: str  # backend or platform, for the comments
     inputs: tuple[TensorSignature, ...]
+    requires: tuple[str, ...] = ()  # what the variants need to run: skipped with the reason where it is missing
 
     @property
     def has_text(self) -> bool:
@@ -70,7 +71,13 @@ def read_signature(model_dir: Path) -> ModelSignature:
     )
     if not inputs:
         raise ConfigError(f"{config_path} declares no input: init cannot write inputs for the model")
+    requires = []
+    if any(group.kind == group.KIND_GPU for group in config.instance_group):
+        requires.append("gpu")
+    if config.platform == "tensorrt_plan" or config.backend == "tensorrt":
+        requires.append("tensorrt")
     return ModelSignature(
+        requires=tuple(requires),
         name=config.name or model_dir.name,
         max_batch_size=int(config.max_batch_size),
         decoupled=bool(config.model_transaction_policy.decoupled),
@@ -100,6 +107,8 @@ def render_contracts(model: ModelSignature, repository: Path, out_dir: Path, sam
     names its samples file (models with text inputs) or is None (generated inputs)."""
     repo = _relative(repository, out_dir)
     name = model.name
+    requires = [f"requires = {_toml(list(model.requires))}       # skipped with the reason where missing"]
+    requires = requires if model.requires else []
     batching = model.max_batch_size > 0
     lines = [
         f"# Contracts of model {name!r} ({model.backend}) in {repo}, written by `python -m pytest_triton init`.",
@@ -125,6 +134,7 @@ def render_contracts(model: ModelSignature, repository: Path, out_dir: Path, sam
             f"repository = {_toml(repo)}",
             f"model = {_toml(name)}",
             'protocol = "stream"',
+            *requires,
             "",
         ]
     else:
@@ -137,11 +147,13 @@ def render_contracts(model: ModelSignature, repository: Path, out_dir: Path, sam
             f"repository = {_toml(repo)}",
             f"model = {_toml(name)}",
             'precision = "fp32"                  # the tolerance preset (fp32: atol = rtol = 1e-4)',
+            *requires,
             "",
             f"[variants.{_key(grpc)}]         # the same model over gRPC: same answers, other client path",
             f"repository = {_toml(repo)}",
             f"model = {_toml(name)}",
             'protocol = "grpc"',
+            *requires,
             "",
         ]
     if samples is not None:

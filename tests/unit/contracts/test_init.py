@@ -28,6 +28,11 @@ CONFIGS = {
     "tokenize": 'name: "tokenize"\nbackend: "python"\nmax_batch_size: 4\n'
     'input [ { name: "TEXT" data_type: TYPE_STRING dims: [ 1 ] } ]\n'
     'output [ { name: "IDS" data_type: TYPE_INT64 dims: [ -1 ] } ]\n',
+    # on a GPU only: skipped with the reason elsewhere
+    "gpu_only": 'name: "gpu_only"\nbackend: "python"\nmax_batch_size: 0\n'
+    'input [ { name: "X" data_type: TYPE_FP16 dims: [ 2 ] } ]\n'
+    'output [ { name: "Y" data_type: TYPE_FP16 dims: [ 2 ] } ]\n'
+    "instance_group [ { kind: KIND_GPU count: 1 } ]\n",
     # decoupled: a streamed variant
     "repeat": 'name: "repeat"\nbackend: "python"\nmax_batch_size: 0\n'
     "model_transaction_policy { decoupled: true }\n"
@@ -65,6 +70,10 @@ def test_every_written_file_is_a_valid_declaration(repository: Path, tmp_path: P
     assert peaks.inputs.generated.tensors["VALUES"].shape == (4,)
     assert peaks.latency is not None
     assert peaks.latency.throughput_batch_size == 1
+
+    gpu_only = declarations["gpu_only"]
+    assert {v.requires for v in gpu_only.variants.values()} == {("gpu",)}
+    assert adder.variants["adder"].requires == ()
 
     repeat = declarations["repeat"]  # decoupled: HTTP refuses it
     assert {n: v.protocol for n, v in repeat.variants.items()} == {"repeat": "stream"}
