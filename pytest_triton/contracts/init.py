@@ -112,12 +112,12 @@ def render_contracts(model: ModelSignature, repository: Path, out_dir: Path, sam
     batching = model.max_batch_size > 0
     lines = [
         f"# Contracts of model {name!r} ({model.backend}) in {repo}, written by `python -m pytest_triton init`.",
-        f"#   pytest -p no:xdist --triton-contracts {out_dir.name}/{name}.contracts.toml",
+        f"#   pytest -p no:xdist --triton-contracts {out_dir.as_posix()}/{name}.contracts.toml",
         "# Paths are relative to this file. Every key: python -m pytest_triton docs contracts",
         "#",
         "# As written it checks that the model answers, the same over every protocol it is called on (parity),",
         "# and how fast (latency: measured and reported; to assert it, run once with",
-        f"# --triton-budgets-record {out_dir.name}/budgets.toml, then runs read that file, beside this one).",
+        f"# --triton-budgets-record {out_dir.as_posix()}/budgets.toml, then runs read that file, beside this one).",
         "# What to change: the input ranges below to values your model accepts; a reference of your own",
         '# ([reference] onnx = "model.onnx", or another variant: a model at another precision, an ensemble);',
         "# [parity.outputs.NAME] with argmax / top_k / cosine / atol for what must agree.",
