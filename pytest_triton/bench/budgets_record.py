@@ -21,9 +21,10 @@ from pytest_triton.bench.results import VariantResult
 from pytest_triton.bench.stats import PERCENTILES
 from pytest_triton.errors import ConfigError
 
-__all__ = ["DEFAULT_MARGIN", "merge_budgets", "parse_margin", "recordable", "render_budgets"]
+__all__ = ["DEFAULT_MARGIN", "MAX_MARGIN", "merge_budgets", "parse_margin", "recordable", "render_budgets"]
 
 DEFAULT_MARGIN = 2.0  # a fence at twice the measured time: a first run's numbers move with the machine's load
+MAX_MARGIN = 1000.0  # beyond it a budget asserts nothing a timeout would not
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 # the percentiles a recorded budget holds: p95/p99 of a first run's short windows are the machine's noise more
 # than the model's (they are in each row's notes; add p99_ms by hand for a tail budget)
@@ -32,15 +33,15 @@ _TOP_HEADER = re.compile(r"^\s*\[\[?\s*\"?([^\].\"]+)\"?\s*[.\]]")
 
 
 def parse_margin(text: str, where: str) -> float:
-    """``text`` as a margin factor >= 1; ConfigError naming ``where`` otherwise."""
+    """``text`` as a margin factor in [1, MAX_MARGIN]; ConfigError naming ``where`` otherwise."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value >= 1.0):
+    if not (math.isfinite(value) and 1.0 <= value <= MAX_MARGIN):
         raise ConfigError(
-            f"{where}={text!r}: expected a factor >= 1 (2: budgets at twice the measured percentiles and half "
-            "the measured samples/s)"
+            f"{where}={text!r}: expected a factor from 1 to {MAX_MARGIN:g} (2: budgets at twice the measured "
+            "percentiles and half the measured samples/s)"
         )
     return value
 
