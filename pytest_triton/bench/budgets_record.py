@@ -21,9 +21,8 @@ from pytest_triton.bench.results import VariantResult
 from pytest_triton.bench.stats import PERCENTILES
 from pytest_triton.errors import ConfigError
 
-__all__ = ["DEFAULT_MARGIN", "MAX_MARGIN", "merge_budgets", "parse_margin", "recordable", "render_budgets"]
+__all__ = ["MAX_MARGIN", "merge_budgets", "parse_margin", "recordable", "render_budgets", "write_budgets"]
 
-DEFAULT_MARGIN = 2.0  # a fence at twice the measured time: a first run's numbers move with the machine's load
 MAX_MARGIN = 1000.0  # beyond it a budget asserts nothing a timeout would not
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 # the percentiles a recorded budget holds: p95/p99 of a first run's short windows are the machine's noise more

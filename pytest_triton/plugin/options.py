@@ -126,7 +126,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "triton_budgets_margin",
         "With --triton-budgets-record: budgets = measured percentiles x FACTOR, samples/s / FACTOR",
-        default="2.0",
+        default="2.0",  # a fence at twice the measured time: a first run's numbers move with the machine's load
         metavar="FACTOR",
     ),
     Option("triton_hardware", "Budget hardware key instead of this machine's, e.g. nvidia-a10g", metavar="NAME"),
