@@ -294,6 +294,10 @@ def init_main(argv: Sequence[str], prog: str = "python -m pytest_triton init") -
         return 2
     for path in files:
         print(f"wrote {path}")
+    import importlib.util
+
+    if importlib.util.find_spec("hypothesis") is None:  # [inputs.generate] needs it when the files are run
+        print("generated inputs need Hypothesis, not installed here: pip install 'pytest-triton[contracts]'")
     given = " ".join(f"--triton-contracts {p}" for p in files)
     budgets = args.out / "budgets.toml"
     print(f"\nrun them:           pytest -p no:xdist {given}")
