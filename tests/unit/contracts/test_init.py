@@ -120,3 +120,13 @@ def test_a_model_without_config_is_one_line_naming_it(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1, done.stderr
     assert f"{tmp_path / 'models' / 'bare' / 'config.pbtxt'} does not exist" in done.stderr
+
+
+def test_without_hypothesis_init_names_the_extra(repository: Path, tmp_path: Path) -> None:
+    hidden = (  # this environment has Hypothesis: hide it as an install without the contracts extra would
+        "import sys; sys.modules['hypothesis'] = None; from pytest_triton.__main__ import main; "
+        f"sys.exit(main(['init', {str(repository)!r}, '--out', {str(tmp_path / 'c')!r}]))"
+    )
+    done = subprocess.run([sys.executable, "-c", hidden], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "generated inputs need Hypothesis, not installed here: pip install 'pytest-triton[contracts]'" in done.stdout
