@@ -7,6 +7,7 @@ they live in :mod:`pytest_triton.plugin.hooks`.
 from __future__ import annotations
 
 from pytest_triton.plugin.hooks import pytest_addoption
+from pytest_triton.plugin.hooks import pytest_benchmark_update_json
 from pytest_triton.plugin.hooks import pytest_benchmark_update_machine_info
 from pytest_triton.plugin.hooks import pytest_collection_modifyitems
 from pytest_triton.plugin.hooks import pytest_configure
@@ -28,6 +29,7 @@ from pytest_triton.plugin.hooks import triton_server_factory
 
 __all__ = [
     "pytest_addoption",
+    "pytest_benchmark_update_json",
     "pytest_benchmark_update_machine_info",
     "pytest_collection_modifyitems",
     "pytest_configure",

@@ -34,6 +34,7 @@ from pytest_triton.plugin.contract_items import write_contracts_report
 from pytest_triton.plugin.lint_items import lint_collectors
 from pytest_triton.plugin.properties import machine_info as triton_machine_info
 from pytest_triton.plugin.properties import record_bench_properties
+from pytest_triton.plugin.properties import run_info as triton_run_info
 from pytest_triton.plugin.server_factory import TritonServerFactory
 from pytest_triton.plugin.server_factory import attach_server_logs
 from pytest_triton.plugin.server_factory import check_launcher
@@ -110,6 +111,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     try:  # an unknown launcher or setting fails before any test runs, listing the known ones
         check_launcher(config)
+        options.budgets_margin(config)
         if options.text(config, "triton_budgets"):  # a named budget file is checked before any test runs
             _bench(config)
     except ConfigError as exc:
@@ -255,7 +257,18 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None]:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict[str, object]) -> None:
-    triton_machine_info(config, machine_info)
+    try:  # the session's bench, made now if no test made it yet: the compare and the save see the same one
+        bench = _bench(config)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+    triton_machine_info(bench, machine_info)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_update_json(config: pytest.Config, benchmarks: object, output_json: dict[str, object]) -> None:
+    bench = config.stash.get(BENCH_KEY, None)
+    if bench is not None:
+        output_json["triton"] = triton_run_info(bench)
 
 
 @contextlib.contextmanager
@@ -325,6 +338,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     if report and (measured or shard is not None):  # a shard writes its report even when it measured nothing
         for path in _write_report(config, bench, report, shard):
             terminalreporter.write_line(f"report written: {path}")
+    record = options.text(config, "triton_budgets_record")
+    if record:
+        _record_budgets(terminalreporter, config, bench, Path(record))
 
 
 def _write_report(
@@ -338,3 +354,25 @@ def _write_report(
     contracts = config.stash.get(CONTRACTS_KEY, None)
     outcomes = tuple(contracts.outcomes) if contracts is not None else ()
     return write_report(dataclasses.replace(data, contracts=outcomes, shard=shard), prefix)
+
+
+def _record_budgets(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config, bench: TritonBench | None, path: Path
+) -> None:
+    """Write the run's latency rows to ``path`` as this hardware's budgets, and say so in the summary."""
+    from pytest_triton import __version__
+    from pytest_triton.bench.budgets_record import write_budgets
+
+    margin = options.budgets_margin(config)
+    rows = write_budgets(path, bench.results, bench.hardware, margin, version=__version__) if bench else []
+    terminalreporter.section("triton budgets")
+    if rows and bench is not None:
+        terminalreporter.write_line(
+            f"budgets recorded: {path} [{bench.hardware}] {', '.join(r.variant for r in rows)} "
+            f"(measured x {margin:g}); later runs assert them (--triton-budgets {path})"
+        )
+    else:
+        terminalreporter.write_line(
+            f"budgets not recorded: no latency row was measured (latency items skip under xdist: -p no:xdist); "
+            f"{path} left as it was"
+        )
