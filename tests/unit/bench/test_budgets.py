@@ -116,7 +116,7 @@ def test_invalid_values_name_file_line_key_and_value(text: str, message: str, li
 
 
 def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"nope\.toml:0:0: cannot read the budget file"):
+    with pytest.raises(ConfigError, match=r"nope\.toml: cannot read the budget"):
         load_budgets(tmp_path / "nope.toml")
 
 

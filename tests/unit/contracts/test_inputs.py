@@ -47,8 +47,8 @@ def test_json_lines(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("{not json", r"s.jsonl:1:0: not a JSON line"),
-        ('{"inputs": []}', r"s.jsonl:1:0: a sample line is a KServe v2 request"),
+        ("{not json", r"s.jsonl:1: not a JSON line"),
+        ('{"inputs": []}', r"s.jsonl:1: a sample line is a KServe v2 request"),
         ('{"inputs": [{"name": "x", "shape": [2], "datatype": "FP32", "data": [1]}]}', r"input 'x' data does not fit"),
         ('{"inputs": [{"name": "x", "shape": [1], "datatype": "FP99", "data": [1]}]}', r"datatype='FP99'; expected"),
     ],
