@@ -25,12 +25,20 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["KeyPath", "TomlDocument", "key_positions", "parse_toml", "read_toml"]
+__all__ = ["KeyPath", "TomlDocument", "dotted", "key_positions", "parse_toml", "read_toml"]
 
 KeyPath = tuple["str | int", ...]
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
 _ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)", re.S)
 _SIMPLE = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\", "e": "\x1b"}
+
+
+def dotted(keys: KeyPath) -> str:
+    """A key path as an error names it: ``latency.relative[0].max_ratio``."""
+    text = ""
+    for part in keys:
+        text += f"[{part}]" if isinstance(part, int) else f"{'.' if text else ''}{part}"
+    return text
 
 
 @dataclass(frozen=True)

@@ -43,9 +43,13 @@ def integer_problem(value: Any, minimum: int, maximum: int) -> str | None:
 def number_problem(value: Any, minimum: float, maximum: float, *, above: bool = False) -> str | None:
     """What is wrong with ``value`` as a finite number in [minimum, maximum] (``above``: minimum excluded)."""
     low = "(" if above else "["
-    wanted = f"a finite number in {low}{minimum:g}, {maximum:g}]"
+    wanted = f"a finite number in {low}{_show(minimum)}, {_show(maximum)}]"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return wanted
     if not math.isfinite(value) or not (minimum < value if above else minimum <= value) or value > maximum:
         return wanted
     return None
+
+
+def _show(bound: float) -> str:
+    return f"{int(bound):,}" if float(bound).is_integer() and abs(bound) < 1e15 else f"{bound:g}"

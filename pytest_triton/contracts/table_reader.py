@@ -12,6 +12,7 @@ from typing import Any
 
 from pytest_triton.config.toml import KeyPath
 from pytest_triton.config.toml import TomlDocument
+from pytest_triton.config.toml import dotted
 from pytest_triton.config.values import MAX_COUNT
 from pytest_triton.config.values import integer_problem
 from pytest_triton.config.values import number_problem
@@ -35,10 +36,7 @@ class TableReader:
         self.check_launcher = check_launcher
 
     def key(self, keys: KeyPath) -> str:
-        text = ""
-        for part in (*self.prefix, *keys):
-            text += f"[{part}]" if isinstance(part, int) else f"{'.' if text else ''}{part}"
-        return text
+        return dotted((*self.prefix, *keys))
 
     def fail(self, keys: KeyPath, message: str) -> ConfigError:
         return self.document.error((*self.prefix, *keys), message)

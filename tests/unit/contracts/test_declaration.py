@@ -82,7 +82,7 @@ INVALID = [
         "5",
         "variants.fp32.repository='nowhere': repository",
     ),
-    ("atol = 0.5", "atol = -1", "18", "parity.outputs.y.atol=-1: expected a finite number in [0, 1000]"),
+    ("atol = 0.5", "atol = -1", "18", "parity.outputs.y.atol=-1: expected a finite number in [0, 1,000]"),
     ("argmax = true", "argmax = 1", "19", "parity.outputs.y.argmax=1: expected true or false"),
     ("batch_size = 1", "batch_size = 0", "22", "latency.batch_size=0: expected an integer from 1 to 4,096"),
     ("batch_size = 1", "concurrency = 0", "22", "latency.concurrency=0: expected an integer from 1 to 100,000"),
