@@ -165,9 +165,9 @@ def read_file_text(path: Path, kind: FileKind, *, root: Path | None = None, limi
 
 
 def _not_regular(path: Path, what: str, mode: int) -> ConfigError:
-    shown = f"{path} (a link to {os.path.realpath(path)})" if os.path.islink(path) else str(path)
+    link = f" (a link to {os.path.realpath(path)})" if os.path.islink(path) else ""
     return ConfigError(
-        f"the {what} {shown} is {_kind_of(mode)}, not a regular file; not read (a pipe would wait for a writer, "
+        f"the {what}{link} is {_kind_of(mode)}, not a regular file; not read (a pipe would wait for a writer, "
         "a device never ends): give the path of a regular file",
         path=str(path),
     )

@@ -49,7 +49,7 @@ from pytest_triton.errors import ConfigError
 from pytest_triton.errors import MissingDependency
 from pytest_triton.parity.tensors import Tolerance
 
-__all__ = ["PYPROJECT_TABLE", "load_declaration", "parse_declaration"]
+__all__ = ["PYPROJECT_TABLE", "check_declared_files", "load_declaration", "parse_declaration"]
 
 PYPROJECT_TABLE = ("tool", "pytest-triton", "contracts")
 MAX_CONCURRENCY = 64  # client threads of one latency item: beyond that the GIL, not the server, is measured
@@ -398,3 +398,15 @@ def load_declaration(path: str | Path, *, check_launcher: Callable[[str], object
     kind = "pyproject" if file.name == "pyproject.toml" else "contracts"
     document = read_toml(file, kind)
     return _validate(dataclasses.replace(document, path=file.resolve()), check_launcher)
+
+
+def check_declared_files(declaration: Declaration) -> None:
+    """Read the files a declaration names besides itself (its budgets file, its samples file), so that a bad one
+    is one error when the run starts rather than one in every item that uses it."""
+    from pytest_triton.bench.budgets import load_budgets
+    from pytest_triton.contracts.samples import load_samples
+
+    if declaration.latency is not None and declaration.latency.budgets is not None:
+        load_budgets(declaration.latency.budgets)
+    if declaration.inputs.samples is not None:
+        load_samples(declaration.inputs.samples, batch_size=declaration.inputs.batch_size)
