@@ -14,6 +14,7 @@ import tarfile
 from pathlib import Path
 from pathlib import PurePosixPath
 
+from pytest_triton.archive.files import read_file_bytes
 from pytest_triton.archive.guarded import ArchiveLimitError
 from pytest_triton.archive.guarded import ArchiveLimits
 from pytest_triton.archive.guarded import open_guarded
@@ -32,10 +33,12 @@ def sidecar_env(archive: Path) -> Path:
     return archive.with_name(archive.name + ".env")
 
 
-def read_env_file(path: Path) -> dict[str, str]:
-    """KEY=VALUE lines (``#`` comments, optional quotes, ``export``), as written beside a model.tar.gz."""
+def read_env_file(path: Path, *, root: Path | None = None) -> dict[str, str]:
+    """KEY=VALUE lines (``#`` comments, optional quotes, ``export``), as written beside a model.tar.gz; read
+    through the guarded reader (a FIFO or ``/dev/zero`` is a ConfigError, ``root``: links stay inside it)."""
     values: dict[str, str] = {}
-    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    text = read_file_bytes(path, "sidecar", root=root).decode("utf-8", errors="replace")
+    for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue
@@ -51,11 +54,11 @@ def folder_env(folder: Path) -> tuple[dict[str, str], list[str]]:
     (nothing else of it: it may hold tokens, and the environment is visible in DescribeModel)."""
     sidecar = folder / FOLDER_SIDECAR
     if sidecar.is_file():
-        return read_env_file(sidecar), []
+        return read_env_file(sidecar, root=folder), []
     legacy = folder / LEGACY_FOLDER_SIDECAR
     if not legacy.is_file():
         return {}, []
-    values = {k: v for k, v in read_env_file(legacy).items() if k.startswith(_SERVE_SCRIPT_PREFIX)}
+    values = {k: v for k, v in read_env_file(legacy, root=folder).items() if k.startswith(_SERVE_SCRIPT_PREFIX)}
     if not values:
         return {}, []
     note = (

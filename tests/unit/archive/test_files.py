@@ -128,3 +128,39 @@ def test_text_that_is_not_utf8_names_line_and_column(tmp_path: Path) -> None:
 def test_a_missing_file_names_it(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"nope\.toml: cannot read the budgets file: No such file"):
         read_file_text(tmp_path / "nope.toml", "budgets")
+
+
+# -- the readers that go through it -------------------------------------------------------------------------
+
+
+def test_a_fifo_sidecar_beside_an_archive_is_refused_without_waiting(tmp_path: Path) -> None:
+    from pytest_triton.archive.model_tar import read_env_file
+    from pytest_triton.archive.model_tar import sidecar_env
+
+    sidecar = sidecar_env(tmp_path / "model.tar.gz")
+    os.mkfifo(sidecar)
+    outcome = within(5, lambda: read_env_file(sidecar))
+    assert isinstance(outcome, ConfigError)
+    assert "environment sidecar is a FIFO" in str(outcome)
+
+
+def test_a_folder_sidecar_linked_out_of_its_folder_is_refused(tmp_path: Path) -> None:
+    from pytest_triton.archive.model_tar import folder_env
+
+    (tmp_path / "secrets.env").write_text("SAGEMAKER_TRITON_DEFAULT_MODEL_NAME=m\n", encoding="utf-8")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "sagemaker.env").symlink_to(tmp_path / "secrets.env")
+    with pytest.raises(ConfigError, match="environment sidecar leads outside"):
+        folder_env(repo)
+
+
+def test_a_ledger_that_is_a_dev_zero_link_is_refused(tmp_path: Path) -> None:
+    from pytest_triton.cloud.ledger_files import ledger_path
+    from pytest_triton.cloud.resources import Ledger
+
+    journal = ledger_path("run1", tmp_path)
+    journal.symlink_to("/dev/zero")
+    outcome = within(5, lambda: Ledger.read(journal))
+    assert isinstance(outcome, ConfigError)
+    assert "ledger file (a link to /dev/zero) is a character device" in str(outcome)
