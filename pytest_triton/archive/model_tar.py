@@ -98,12 +98,16 @@ def unpack_model_archive(archive: Path, dest: Path, limits: ArchiveLimits | None
                 written += member.size
                 if written > limits.max_written_bytes or written > limits.max_total_bytes:
                     name, value = min(
-                        ("max_written_bytes", limits.max_written_bytes), ("max_total_bytes", limits.max_total_bytes)
+                        ("max_written_bytes", limits.max_written_bytes),
+                        ("max_total_bytes", limits.max_total_bytes),
+                        key=lambda limit: limit[1],  # the limit that was passed: the smaller one
                     )
                     raise _over(archive, name, value, f"more than {value:,} bytes at member {member.name!r}")
                 target.parent.mkdir(parents=True, exist_ok=True)
                 _write_member(tar, member, target)
     except ArchiveLimitError as exc:
+        if isinstance(exc, _Unpacking):
+            raise  # already says which archive and which limit
         raise _over(archive, exc.limit, exc.value, exc.reason) from None
     except (tarfile.TarError, OSError, EOFError) as exc:
         raise ConfigError(
@@ -121,8 +125,12 @@ def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path) -
             out.write(chunk)
 
 
+class _Unpacking(ArchiveLimitError):
+    """A limit passed while unpacking, in the words of :func:`unpack_model_archive`."""
+
+
 def _over(archive: Path, limit: str, value: int, what: str) -> ArchiveLimitError:
-    return ArchiveLimitError(
+    return _Unpacking(
         f"cannot unpack {str(archive)!r}: {what}, over {limit}={value:,}; raise it with "
         f"PYTEST_TRITON_ARCHIVE_LIMITS={limit}=N (K, M, G suffixes; comma-separated)",
         limit=limit,
