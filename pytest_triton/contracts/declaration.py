@@ -300,7 +300,9 @@ def _latency(read: TableReader, data: Any, variants: Mapping[str, Variant], refe
             pair[key] = read.string(rule, (*at, key))
             if pair[key] not in timed:
                 raise read.bad((*at, key), pair[key], f"one of the variants or the reference ({', '.join(timed)})")
-        ratio = read.number(rule, (*at, "max_ratio"), minimum=0, maximum=MAX_RATIO, above=True)
+        ratio = read.number(
+            rule, (*at, "max_ratio"), minimum=0, maximum=MAX_RATIO, above=True, hint="1.5: at most 50% slower"
+        )
         percentile = read.integer(rule, (*at, "percentile"), 50)
         if percentile not in PERCENTILES:
             raise read.bad((*at, "percentile"), percentile, f"one of {', '.join(map(str, PERCENTILES))}")
@@ -321,6 +323,9 @@ def _latency(read: TableReader, data: Any, variants: Mapping[str, Variant], refe
     )
 
 
+_BASELINE_HINT = "1.10: at most 10% slower; 0.90: 10% fewer/s"
+
+
 def _baseline(read: TableReader, data: Any, variants: Mapping[str, Variant]) -> BaselineLimits:
     """``[baseline]``: the limits of ``--triton-baseline`` pairs (a ratio of 0 or below is a mistake)."""
     if data is None:
@@ -331,7 +336,7 @@ def _baseline(read: TableReader, data: Any, variants: Mapping[str, Variant]) -> 
     given: dict[str, Any] = {}
     for key in limits:
         if key in data:
-            given[key] = read.number(data, (*keys, key), minimum=0, maximum=MAX_RATIO, above=True)
+            given[key] = read.number(data, (*keys, key), minimum=0, maximum=MAX_RATIO, above=True, hint=_BASELINE_HINT)
     return BaselineLimits(**given, variants=read.names(data, (*keys, "variants"), tuple(variants)))
 
 

@@ -89,11 +89,12 @@ class TableReader:
         minimum: float = -sys.float_info.max,
         maximum: float = sys.float_info.max,
         above: bool = False,
+        hint: str = "",
     ) -> float:
         value = data.get(str(keys[-1]), default)
         problem = number_problem(value, minimum, maximum, above=above)
         if problem is not None:
-            raise self.bad(keys, value, problem)
+            raise self.bad(keys, value, f"{problem} ({hint})" if hint else problem)
         return float(value)
 
     def path_of(self, data: Mapping[str, Any], keys: KeyPath, what: str) -> Path:

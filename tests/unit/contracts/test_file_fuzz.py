@@ -12,6 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck
 from hypothesis import given
 from hypothesis import settings
@@ -67,8 +68,8 @@ def positioned(error: ConfigError) -> None:
     assert ":0:" not in str(error).split(" ", 1)[0]
 
 
-def _project(tmp_path_factory: object) -> Path:
-    folder = Path(tmp_path_factory.mktemp("fuzz"))
+def _project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("fuzz")
     for name in ("scenario07", "tabular", "streaming", "samples", "assets"):
         (folder / name).symlink_to(MODEL_REPOS / name)
     shutil.copy(MODEL_REPOS / "budgets.toml", folder / "budgets.toml")
@@ -77,7 +78,9 @@ def _project(tmp_path_factory: object) -> Path:
 
 @FUZZ
 @given(text=edited(CONTRACT_SEEDS, TOML_PIECES))
-def test_any_contracts_file_is_a_declaration_or_a_config_error(tmp_path_factory: object, text: bytes) -> None:
+def test_any_contracts_file_is_a_declaration_or_a_config_error(
+    tmp_path_factory: pytest.TempPathFactory, text: bytes
+) -> None:
     folder = _project(tmp_path_factory)
     path = folder / "fuzz.contracts.toml"
     path.write_bytes(text)
@@ -89,8 +92,8 @@ def test_any_contracts_file_is_a_declaration_or_a_config_error(tmp_path_factory:
 
 @FUZZ
 @given(text=edited(BUDGET_SEEDS, TOML_PIECES))
-def test_any_budgets_file_is_budgets_or_a_config_error(tmp_path_factory: object, text: bytes) -> None:
-    path = Path(tmp_path_factory.mktemp("fuzz")) / "budgets.toml"
+def test_any_budgets_file_is_budgets_or_a_config_error(tmp_path_factory: pytest.TempPathFactory, text: bytes) -> None:
+    path = tmp_path_factory.mktemp("fuzz") / "budgets.toml"
     path.write_bytes(text)
     try:
         load_budgets(path)
@@ -100,8 +103,10 @@ def test_any_budgets_file_is_budgets_or_a_config_error(tmp_path_factory: object,
 
 @FUZZ
 @given(text=edited(SAMPLE_SEEDS, JSON_PIECES), batch_size=st.integers(1, 8))
-def test_any_samples_file_is_samples_or_a_config_error(tmp_path_factory: object, text: bytes, batch_size: int) -> None:
-    path = Path(tmp_path_factory.mktemp("fuzz")) / "s.jsonl"
+def test_any_samples_file_is_samples_or_a_config_error(
+    tmp_path_factory: pytest.TempPathFactory, text: bytes, batch_size: int
+) -> None:
+    path = tmp_path_factory.mktemp("fuzz") / "s.jsonl"
     path.write_bytes(text)
     try:
         samples = load_samples(path, batch_size=batch_size)
