@@ -44,9 +44,7 @@ from pytest_triton.contracts.spec import TensorRule
 from pytest_triton.contracts.spec import Variant
 from pytest_triton.contracts.spec import precision_tolerance
 from pytest_triton.contracts.table_reader import TableReader
-from pytest_triton.contracts.table_reader import missing_module
 from pytest_triton.errors import ConfigError
-from pytest_triton.errors import MissingDependency
 from pytest_triton.parity.tensors import Tolerance
 
 __all__ = ["PYPROJECT_TABLE", "check_declared_files", "load_declaration", "parse_declaration"]
@@ -119,6 +117,7 @@ def _reference(read: TableReader, data: Any, variants: Mapping[str, Variant]) ->
             raise read.bad((*keys, "variant"), name, f"one of the variants ({', '.join(variants)})")
         return Reference(name=name, variant=name)
     onnx = read.path_of(data, (*keys, "onnx"), "ONNX file")
+    read.require((*keys, "onnx"), "onnxruntime", "onnxruntime", "serve", "runs in this process on ONNX Runtime")
     name = read.string(data, (*keys, "name"), "onnxruntime-inprocess")
     if name in variants:  # latency items name the reference by it
         raise read.bad((*keys, "name"), name, "a name no variant has (the reports call the reference by it)")
@@ -176,10 +175,7 @@ def _inputs(read: TableReader, data: Any, variants: Mapping[str, Variant]) -> In
         raise read.bad((*keys, "from"), source, f"one of the variants ({', '.join(variants)})")
     tensors = read.table(gen.get("tensors", {}), (*keys, "tensors"), set(gen.get("tensors", {})))
     max_seconds = read.number(gen, (*keys, "max_seconds"), 60.0, minimum=0, maximum=MAX_SECONDS, above=True)
-    if missing_module("hypothesis"):
-        raise read.fail(
-            keys, f"[{read.key(keys)}] draws inputs with Hypothesis: {MissingDependency('hypothesis', 'contracts')}"
-        )
+    read.require(keys, "hypothesis", "hypothesis", "contracts", "draws inputs with Hypothesis")
     return Inputs(
         generated=Generated(
             source=source,
@@ -274,6 +270,10 @@ def _latency(read: TableReader, data: Any, variants: Mapping[str, Variant], refe
     benchmark = data.get("benchmark", False)
     if not isinstance(benchmark, bool):
         raise read.bad((*keys, "benchmark"), benchmark, "true or false")
+    if benchmark:
+        read.require(
+            (*keys, "benchmark"), "pytest_benchmark", "pytest-benchmark", "bench", "records into pytest-benchmark"
+        )
     warm = data.get("warm_batch_sizes", [])
     if (
         not isinstance(warm, list)

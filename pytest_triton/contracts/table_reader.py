@@ -17,6 +17,7 @@ from pytest_triton.config.values import MAX_COUNT
 from pytest_triton.config.values import integer_problem
 from pytest_triton.config.values import number_problem
 from pytest_triton.errors import ConfigError
+from pytest_triton.errors import MissingDependency
 
 __all__ = ["TableReader", "missing_module"]
 
@@ -43,6 +44,12 @@ class TableReader:
 
     def bad(self, keys: KeyPath, value: Any, expected: str) -> ConfigError:
         return self.fail(keys, f"{self.key(keys)}={value!r}: expected {expected}")
+
+    def require(self, keys: KeyPath, module: str, package: str, extra: str, why: str) -> None:
+        """A ConfigError at ``keys`` when the optional ``module`` cannot be imported, naming the extra to install
+        (checked when the file is read, not once a server has started)."""
+        if missing_module(module):
+            raise self.fail(keys, f"{self.key(keys)} {why}: {MissingDependency(package, extra)}")
 
     def table(self, data: Any, keys: KeyPath, known: set[str]) -> dict[str, Any]:
         if not isinstance(data, dict):

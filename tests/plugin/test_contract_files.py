@@ -125,7 +125,7 @@ def test_generated_inputs_without_hypothesis_name_the_extra(pytester: pytest.Pyt
     result = run(pytester, "-p", "no:hypothesispytest", "-p", "no_hypothesis")
     one_usage_error(
         result,
-        "ERROR: invalid contracts file: */contracts.toml:13:1: ?inputs.generate? draws inputs with Hypothesis: "
+        "ERROR: invalid contracts file: */contracts.toml:13:1: inputs.generate draws inputs with Hypothesis: "
         "'hypothesis' is not installed; install it with: pip install 'pytest-triton?contracts?'",
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -222,3 +223,22 @@ def test_a_variant_reference_is_timed_as_a_variant(folder: Path) -> None:
     assert declaration.latency.relative[0].baseline == "fp32"
     with pytest.raises(ConfigError, match=r"latency.relative\[0\].baseline='onnxruntime-inprocess': expected one of"):
         parse(folder, text.replace('baseline = "fp32"', 'baseline = "onnxruntime-inprocess"'))
+
+
+@pytest.mark.parametrize(
+    ("module", "old", "new", "message"),
+    [
+        ("hypothesis", 'samples = "samples.jsonl"', "generate = {}", "inputs.generate draws inputs with Hypothesis"),
+        ("pytest_benchmark", "batch_size = 1", "benchmark = true", "latency.benchmark records into pytest-benchmark"),
+        ("onnxruntime", "", "", "reference.onnx runs in this process on ONNX Runtime"),
+    ],
+)
+def test_a_missing_extra_is_named_when_the_file_is_read(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, module: str, old: str, new: str, message: str
+) -> None:
+    text = GOOD.replace(old, new, 1) if old else GOOD
+    parse(folder, text)  # with the module: read
+    monkeypatch.setitem(sys.modules, module, None)  # `import module` now fails, as without the extra
+    extra = {"hypothesis": "contracts", "pytest_benchmark": "bench", "onnxruntime": "serve"}[module]
+    with pytest.raises(ConfigError, match=rf"{message}: .* pip install 'pytest-triton\[{extra}\]'"):
+        parse(folder, text)
