@@ -77,6 +77,7 @@ def unpack_model_archive(archive: Path, dest: Path, limits: ArchiveLimits | None
     base = dest.resolve()
     members = written = 0
     try:
+        expansion_floor = max(64 << 20, limits.max_expansion * archive.stat().st_size)
         with open_guarded(str(archive), limits) as tar:
             for member in tar:
                 members += 1
@@ -103,6 +104,13 @@ def unpack_model_archive(archive: Path, dest: Path, limits: ArchiveLimits | None
                         key=lambda limit: limit[1],  # the limit that was passed: the smaller one
                     )
                     raise _over(archive, name, value, f"more than {value:,} bytes at member {member.name!r}")
+                if written > expansion_floor:
+                    raise _over(
+                        archive,
+                        "max_expansion",
+                        limits.max_expansion,
+                        f"{written:,} bytes unpacked from {archive.stat().st_size:,} at member {member.name!r}",
+                    )
                 target.parent.mkdir(parents=True, exist_ok=True)
                 _write_member(tar, member, target)
     except ArchiveLimitError as exc:

@@ -66,3 +66,16 @@ def test_a_link_member_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"member 'm/model.onnx' is a link \(to 'other.onnx'\)"):
         servers(staging).folder(archive(tmp_path / "model.tar.gz", [link], {}))
     assert list(staging.iterdir()) == []
+
+
+def test_an_archive_that_unpacks_to_hundreds_of_times_its_size_is_refused(tmp_path: Path) -> None:
+    # 80 MiB of zeros gzip to ~80 KB: past 64 MiB, more than max_expansion (200) bytes per archive byte
+    size = 80 << 20
+    source = archive(tmp_path / "model.tar.gz", [file_member("m/zeros.bin", size)], {"m/zeros.bin": bytes(size)})
+    assert source.stat().st_size < 1 << 20
+    staging = tmp_path / "staging"
+    with pytest.raises(
+        ConfigError, match=r"bytes unpacked from [\d,]+ at member 'm/zeros.bin', over max_expansion=200"
+    ):
+        servers(staging).folder(source)
+    assert list(staging.iterdir()) == []
