@@ -16,9 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 
 from pytest_triton.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pytest_triton.archive.files import FileKind
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -82,8 +86,8 @@ def parse_toml(text: str, path: Path) -> TomlDocument:
     return TomlDocument(path, data, key_positions(text))
 
 
-def read_toml(path: Path, kind: Any) -> TomlDocument:
-    """A TOML file of ``kind`` (see :data:`pytest_triton.archive.files.FileKind`) read within its limits."""
+def read_toml(path: Path, kind: FileKind) -> TomlDocument:
+    """A TOML file of ``kind`` read through the guarded reader, within its kind's limits."""
     from pytest_triton.archive.files import read_file_text
 
     return parse_toml(read_file_text(path, kind), path)

@@ -400,8 +400,7 @@ def _validate(document: TomlDocument, check_launcher: Callable[[str], object] | 
 def load_declaration(path: str | Path, *, check_launcher: Callable[[str], object] | None = None) -> Declaration:
     """Read (through the guarded reader) and validate a contracts file; any problem is a ConfigError naming it."""
     file = Path(path)
-    kind = "pyproject" if file.name == "pyproject.toml" else "contracts"
-    document = read_toml(file, kind)
+    document = read_toml(file, "pyproject" if file.name == "pyproject.toml" else "contracts")
     return _validate(dataclasses.replace(document, path=file.resolve()), check_launcher)
 
 
