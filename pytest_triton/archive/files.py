@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 FILE_LIMITS_ENV = "PYTEST_TRITON_FILE_LIMITS"
-FileKind = Literal["contracts", "budgets", "samples", "ledger", "sidecar", "pyproject"]
+FileKind = Literal["contracts", "budgets", "samples", "ledger", "sidecar", "pyproject", "report"]
 _WHAT: dict[FileKind, str] = {
     "contracts": "contracts file",
     "budgets": "budgets file",
@@ -49,6 +49,7 @@ _WHAT: dict[FileKind, str] = {
     "ledger": "ledger file",
     "sidecar": "environment sidecar",
     "pyproject": "pyproject.toml",
+    "report": "report",
 }
 
 
@@ -62,6 +63,7 @@ class FileLimits:
     sidecar: int = 64 << 10  # KEY=VALUE lines
     ledger: int = 16 * MiB  # one JSON line per cloud resource
     samples: int = 256 * MiB  # JSON lines or an .npz: its arrays unpacked count too
+    report: int = 64 * MiB  # a --triton-report JSON read back by `report merge`: it keeps every latency sample
 
     @classmethod
     def from_env(cls, name: str = FILE_LIMITS_ENV) -> FileLimits:
