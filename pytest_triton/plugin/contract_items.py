@@ -43,16 +43,24 @@ CONTRACTS_KEY = pytest.StashKey[ContractsState]()
 
 def load_contracts(config: pytest.Config) -> None:
     """Read and validate every contracts file (an invalid one is a usage error: the run stops before tests)."""
-    from pytest_triton.contracts import load_declaration
+    from pytest_triton.contracts.declaration import check_declared_files
+    from pytest_triton.contracts.declaration import load_declaration
     from pytest_triton.errors import ConfigError
     from pytest_triton.plugin.options import contract_paths
     from pytest_triton.servers.registry import launcher_class
 
     state = ContractsState()
-    try:
-        state.declarations = [load_declaration(path, check_launcher=launcher_class) for path in contract_paths(config)]
-    except ConfigError as exc:
-        raise pytest.UsageError(f"invalid contracts file: {exc}") from exc
+    # each problem is one line that names the file, line:col and key: no traceback, no error per item
+    for path in contract_paths(config):
+        try:
+            declaration = load_declaration(path, check_launcher=launcher_class)
+        except ConfigError as exc:
+            raise pytest.UsageError(f"invalid contracts file: {exc}") from None
+        try:
+            check_declared_files(declaration)
+        except ConfigError as exc:
+            raise pytest.UsageError(f"invalid file named by the contracts file {path}: {exc}") from None
+        state.declarations.append(declaration)
     config.stash[CONTRACTS_KEY] = state
 
 
