@@ -34,8 +34,13 @@ def sidecar_env(archive: Path) -> Path:
 
 def read_env_file(path: Path) -> dict[str, str]:
     """KEY=VALUE lines (``#`` comments, optional quotes, ``export``), as written beside a model.tar.gz."""
+    return parse_env(path.read_text(encoding="utf-8", errors="replace"))
+
+
+def parse_env(text: str) -> dict[str, str]:
+    """The values of an env file's text (see :func:`read_env_file`)."""
     values: dict[str, str] = {}
-    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue

@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pytest_triton.archive.model_tar import DEFAULT_MODEL_ENV
-from pytest_triton.archive.model_tar import read_env_file
+from pytest_triton.archive.model_tar import parse_env
 from pytest_triton.archive.model_tar import sidecar_env
 from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.context import RepositoryContext
+from pytest_triton.lint.files import RefusedFile
+from pytest_triton.lint.files import read_bounded
+from pytest_triton.lint.walk import describe_access
+
+SIDECAR_LIMIT = 64 << 10  # a few KEY=VALUE lines; more is not an environment file
+
+
+def _sidecar_default(repo: RepositoryContext, archive: Path) -> str | None:
+    """SAGEMAKER_TRITON_DEFAULT_MODEL_NAME from ``<archive>.env``, read only if it is a small regular file
+    beside the archive (D612 otherwise: a FIFO would block the run, /dev/zero would never end)."""
+    sidecar = sidecar_env(archive)
+    if not os.path.lexists(sidecar):
+        return None
+    try:
+        data = read_bounded(sidecar, root=archive.parent, limit=SIDECAR_LIMIT)
+    except (RefusedFile, OSError) as exc:
+        reason = exc.reason if isinstance(exc, RefusedFile) else describe_access(sidecar, exc)
+        hint = f"write {sidecar.name} as a plain text file of KEY=VALUE lines beside the archive, or remove it"
+        repo.reporter.add("D612", sidecar, f"sidecar {sidecar.name} {reason}", hint)
+        return None
+    return parse_env(data.decode("utf-8", "replace")).get(DEFAULT_MODEL_ENV)
 
 
 def check_sagemaker_default_model(repo: RepositoryContext) -> None:
@@ -16,8 +38,8 @@ def check_sagemaker_default_model(repo: RepositoryContext) -> None:
         return  # not a SageMaker target: several models are fine
     default = repo.sagemaker_default_model
     where = repo.tarball or repo.root
-    if default is None and repo.tarball is not None and sidecar_env(repo.tarball).exists():
-        default = read_env_file(sidecar_env(repo.tarball)).get(DEFAULT_MODEL_ENV)
+    if default is None and repo.tarball is not None:
+        default = _sidecar_default(repo, repo.tarball)
     models = sorted(name for name in repo.models if not name.startswith("."))
     if default is not None:
         if default not in repo.models:

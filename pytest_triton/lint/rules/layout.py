@@ -13,6 +13,8 @@ from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.context import RepositoryContext
 from pytest_triton.lint.context import is_canonical_version
 from pytest_triton.lint.context import read_version
+from pytest_triton.lint.walk import folder_identity
+from pytest_triton.lint.walk import not_plain
 
 # default model file per platform and per backend (Triton's and each backend's defaults)
 PLATFORM_FILES: dict[str, tuple[str, ...]] = {
@@ -245,5 +247,40 @@ def _model_file_hint(model: ModelContext, names: tuple[str, ...]) -> str:
     return f"put {names[0]} in the version folder, or set default_model_filename"
 
 
-REPOSITORY_CHECKS = [check_repository_root, check_model_folders]
+# how deep below a model folder special files are looked for: version folders and what a python model ships
+_WALK_DEPTH = 4
+
+
+def check_special_files(repo: RepositoryContext) -> None:
+    """L113 for a FIFO, a device, a socket or a link loop in a model folder: reading one blocks or never ends
+    (a packager, a copy, a backend that opens it), and the plugin's staging refuses them. A folder reached
+    twice through links (a link back up) is listed once."""
+    folders = repo.reporter.folders
+    for model in repo.models.values():
+        seen: set[tuple[int, int]] = set()
+        stack = [(model.folder, 0)]
+        while stack:
+            folder, depth = stack.pop()
+            identity = folder_identity(folder)
+            if identity is None or identity in seen:
+                continue
+            seen.add(identity)
+            for entry in folders.entries(folder):
+                if entry.is_dir:
+                    if depth < _WALK_DEPTH:
+                        stack.append((entry.path, depth + 1))
+                    continue
+                kind = not_plain(entry) if entry.name != CONFIG_FILENAME else None  # its read reports it
+                if kind is not None:
+                    repo.reporter.add(
+                        "L113",
+                        entry.path,
+                        f"{str(entry.path)!r} is {kind}: a copy, a packager or a backend reading it blocks, "
+                        "never ends or fails",
+                        "remove it; a model folder holds regular files and folders only",
+                        model=model.folder,
+                    )
+
+
+REPOSITORY_CHECKS = [check_repository_root, check_model_folders, check_special_files]
 MODEL_CHECKS = [check_name, check_platform_known, check_model_files]
