@@ -39,7 +39,22 @@ def special_kind(mode: int) -> str | None:
 
 
 def leaves_root(path: Path, root: Path) -> str | None:
-    """Where ``path`` really leads when that is outside ``root`` (through a link), else None."""
+    """Where ``path`` really leads when that is outside ``root`` (through a link), else None.
+
+    ``path`` is ``root`` joined with a relative path; when no component below ``root`` is a link it stays
+    inside, which a few lstat calls tell without resolving the whole absolute path."""
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        relative = None
+    if relative is not None and ".." not in relative.parts:
+        below = root
+        for part in relative.parts:
+            below = below / part
+            if stat.S_ISLNK(os.lstat(below).st_mode):
+                break
+        else:
+            return None
     real = os.path.realpath(path)
     base = os.path.realpath(root)
     if real == base or real.startswith(base.rstrip(os.sep) + os.sep):

@@ -32,6 +32,7 @@ class Entry:
     folder: Path
     is_dir: bool
     is_file: bool = True
+    is_link: bool = False
 
     @property
     def path(self) -> Path:
@@ -105,14 +106,15 @@ class FolderReader:
         )
 
 
-def _kind(entry: os.DirEntry[str]) -> tuple[bool, bool]:
-    """(is a folder, is a regular file), following links; a dangling or looping link is neither."""
+def _kind(entry: os.DirEntry[str]) -> tuple[bool, bool, bool]:
+    """(is a folder, is a regular file, is a link), following links; a dangling or looping link is neither."""
     try:
+        link = entry.is_symlink()
         if entry.is_dir():
-            return True, False
-        return False, entry.is_file()
+            return True, False, link
+        return False, entry.is_file(), link
     except OSError:
-        return False, False
+        return False, False, True
 
 
 def not_plain(entry: Entry) -> str | None:

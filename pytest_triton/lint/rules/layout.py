@@ -257,20 +257,26 @@ def check_special_files(repo: RepositoryContext) -> None:
     twice through links (a link back up) is listed once."""
     folders = repo.reporter.folders
     for model in repo.models.values():
-        seen: set[tuple[int, int]] = set()
+        seen: set[tuple[int, int]] = set()  # folders reached through a link: each is listed once
         stack = [(model.folder, 0)]
         while stack:
             folder, depth = stack.pop()
-            identity = folder_identity(folder)
-            if identity is None or identity in seen:
-                continue
-            seen.add(identity)
             for entry in folders.entries(folder):
                 if entry.is_dir:
-                    if depth < _WALK_DEPTH:
-                        stack.append((entry.path, depth + 1))
+                    if depth >= _WALK_DEPTH:
+                        continue
+                    if entry.is_link:
+                        if not seen:  # the model folder itself, the first time a link could lead back to it
+                            seen.add(folder_identity(model.folder) or (-1, -1))
+                        identity = folder_identity(entry.path)
+                        if identity is None or identity in seen:
+                            continue
+                        seen.add(identity)
+                    stack.append((entry.path, depth + 1))
                     continue
-                kind = not_plain(entry) if entry.name != CONFIG_FILENAME else None  # its read reports it
+                if entry.is_file or entry.name == CONFIG_FILENAME:  # a config's read reports it
+                    continue
+                kind = not_plain(entry)
                 if kind is not None:
                     repo.reporter.add(
                         "L113",

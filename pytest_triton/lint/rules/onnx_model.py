@@ -62,6 +62,10 @@ def model_files(model: ModelContext) -> list[Path]:
     return found
 
 
+def _read(model: ModelContext, path: Path) -> OnnxIO:
+    return model.repository.onnx_io(path) if model.repository is not None else read_onnx_io(path)
+
+
 def _shape(dims: Any) -> str:
     return "[" + ",".join(str(int(d)) for d in dims) + "]"
 
@@ -98,7 +102,7 @@ class _Check:
             if self.model.repository is not None and not self.model.repository.holds_content(path):
                 continue  # an archive member too large to extract (D609)
             try:
-                io = read_onnx_io(path)
+                io = _read(self.model, path)
             except OnnxReadError as exc:
                 hint = "export the model again, or fix default_model_filename"
                 self.model.report_file("O501", path, f"cannot read ONNX model {self.file}: {exc.reason}", hint)
@@ -287,7 +291,7 @@ def _autocomplete(model: ModelContext) -> Any | None:
     if not files or (model.repository is not None and not model.repository.holds_content(files[-1])):
         return None
     try:
-        io = read_onnx_io(files[-1])
+        io = _read(model, files[-1])
     except OnnxReadError:
         return None
     done = type(cfg)()
@@ -333,7 +337,7 @@ def check_models_without_config(repo: RepositoryContext) -> None:
             if not path.is_file() or not repo.holds_content(path):
                 continue
             try:
-                io = read_onnx_io(path)
+                io = repo.onnx_io(path)
             except OnnxReadError as exc:
                 rel = path.relative_to(model.folder).as_posix()
                 model.report_file("O501", path, f"cannot read ONNX model {rel}: {exc.reason}", "export the model again")
