@@ -12,7 +12,24 @@ from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.context import RepositoryContext
 from pytest_triton.lint.files import RefusedFile
 from pytest_triton.lint.files import read_bounded
+from pytest_triton.lint.rules.family import Family
+from pytest_triton.lint.rules.family import RuleTable
 from pytest_triton.lint.walk import describe_access
+
+RULES: RuleTable = [  # D601 and D606-D611 are reported while a model.tar.gz is read (lint/tarball.py)
+    ("D601", "error", "SageMaker tarball has config.pbtxt at its root"),
+    ("D602", "warning", "several models without SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"),
+    ("D603", "error", "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME names no model folder"),
+    ("D604", "info", "variable-length dims with dynamic batching only batch same-shape requests"),
+    ("D605", "warning", "TensorFlow platform has no backend in -py3 images from 24.08 on"),
+    ("D606", "error", "unsafe member in model.tar.gz"),
+    ("D607", "error", "model.tar.gz cannot be read"),
+    ("D608", "error", "model.tar.gz exceeds a lint limit (members, total bytes or header size)"),
+    ("D609", "info", "archive member too large to check: checked by name and size only"),
+    ("D610", "warning", "model.tar.gz holds hidden files (.env, .git/): SageMaker unpacks them"),
+    ("D611", "warning", "model.tar.gz write budget reached: later members checked by name and size only"),
+    ("D612", "error", "the model.tar.gz.env sidecar is not a small regular file beside the archive"),
+]
 
 SIDECAR_LIMIT = 64 << 10  # a few KEY=VALUE lines; more is not an environment file
 
@@ -92,5 +109,10 @@ def check_tensorflow_platform(model: ModelContext) -> None:
         )
 
 
-REPOSITORY_CHECKS = [check_sagemaker_default_model]
-MODEL_CHECKS = [check_variable_dims_with_batching, check_tensorflow_platform]
+FAMILY = Family(
+    "D",
+    "deployment",
+    RULES,
+    model_checks=[check_variable_dims_with_batching, check_tensorflow_platform],
+    repository_checks=[check_sagemaker_default_model],
+)

@@ -18,12 +18,13 @@ from typing import Any
 from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.files import RefusedFile
 from pytest_triton.lint.files import read_bounded
-from pytest_triton.lint.rules.catalog import RuleTable
+from pytest_triton.lint.rules.family import Family
+from pytest_triton.lint.rules.family import RuleTable
 from pytest_triton.lint.rules.onnx_model import autocompleted
 from pytest_triton.lint.rules.onnx_model import model_files
 from pytest_triton.lint.rules.schema_common import normalized
 
-# the ids of this family (collected by catalog.rules())
+# the ids of this family (its FAMILY below; the catalogue gathers it)
 RULES: RuleTable = [
     ("E301", "error", "platform 'ensemble' without ensemble_scheduling"),
     ("E302", "error", "instance_group set on an ensemble"),
@@ -513,5 +514,9 @@ class _Mapping:
                 queue.append(nxt)
 
 
-MODEL_CHECKS = [check_platform, check_scheduling, check_cycles, check_step_models]
-REPOSITORY_CHECKS: list[object] = []
+FAMILY = Family(
+    "E",
+    "ensembles",
+    RULES,
+    model_checks=[check_platform, check_scheduling, check_cycles, check_step_models],
+)

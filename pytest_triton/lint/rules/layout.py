@@ -13,8 +13,27 @@ from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.context import RepositoryContext
 from pytest_triton.lint.context import is_canonical_version
 from pytest_triton.lint.context import read_version
+from pytest_triton.lint.rules.family import Family
+from pytest_triton.lint.rules.family import RuleTable
 from pytest_triton.lint.walk import folder_identity
 from pytest_triton.lint.walk import not_plain
+
+RULES: RuleTable = [  # L107, L109, L111 and L112 are reported by the runner as it walks the target
+    ("L101", "error", "model has no valid version folder"),
+    ("L102", "warning", "folder looks like a version but Triton ignores it"),
+    ("L103", "error", "config name differs from the model folder name"),
+    ("L104", "error", "model file for the platform/backend is missing"),
+    ("L105", "warning", "hidden folder at the repository root is polled as a model"),
+    ("L106", "warning", "config.pbtxt at the root of a plain repository (Triton ignores files there)"),
+    ("L107", "error", "path is not a model repository, model folder or model.tar.gz"),
+    ("L108", "error", "cannot determine the backend of the model"),
+    ("L109", "warning", "repository has no model folders"),
+    ("L110", "error", "version folder name overflows int64: tritonserver aborts"),
+    ("L111", "error", "folder or file cannot be read by the linter's user"),
+    ("L112", "warning", "symbolic link loop: a folder links back to one already visited"),
+    ("L113", "error", "special file in the repository (FIFO, device, socket) or a link that leads nowhere"),
+    ("L114", "warning", "a file the linter reads links outside the repository: not read"),
+]
 
 # default model file per platform and per backend (Triton's and each backend's defaults)
 PLATFORM_FILES: dict[str, tuple[str, ...]] = {
@@ -288,5 +307,10 @@ def check_special_files(repo: RepositoryContext) -> None:
                     )
 
 
-REPOSITORY_CHECKS = [check_repository_root, check_model_folders, check_special_files]
-MODEL_CHECKS = [check_name, check_platform_known, check_model_files]
+FAMILY = Family(
+    "L",
+    "layout",
+    RULES,
+    model_checks=[check_name, check_platform_known, check_model_files],
+    repository_checks=[check_repository_root, check_model_folders, check_special_files],
+)

@@ -22,7 +22,8 @@ from pytest_triton.dtypes import BY_ONNX
 from pytest_triton.errors import OnnxReadError
 from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.context import RepositoryContext
-from pytest_triton.lint.rules.catalog import RuleTable
+from pytest_triton.lint.rules.family import Family
+from pytest_triton.lint.rules.family import RuleTable
 from pytest_triton.lint.rules.schema_common import enum_label
 from pytest_triton.lint.rules.schema_common import normalized
 from pytest_triton.onnx_io import CONFIG_TO_ONNX
@@ -31,7 +32,7 @@ from pytest_triton.onnx_io import OnnxIO
 from pytest_triton.onnx_io import Tensor
 from pytest_triton.onnx_io import read_onnx_io
 
-# the ids of this family (collected by catalog.rules())
+# the ids of this family (its FAMILY below; the catalogue gathers it)
 RULES: RuleTable = [
     ("O501", "error", "ONNX model file cannot be read"),
     ("O502", "error", "config input is not an input of the ONNX model"),
@@ -353,5 +354,10 @@ def check_models_without_config(repo: RepositoryContext) -> None:
             break
 
 
-MODEL_CHECKS = [check_onnx_model]
-REPOSITORY_CHECKS = [check_models_without_config]
+FAMILY = Family(
+    "O",
+    "ONNX model vs config",
+    RULES,
+    model_checks=[check_onnx_model],
+    repository_checks=[check_models_without_config],
+)
