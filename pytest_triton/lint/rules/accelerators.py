@@ -16,12 +16,12 @@ import re
 from typing import Any
 
 from pytest_triton.lint.context import ModelContext
-from pytest_triton.lint.rules.ensemble import ENSEMBLE_PLATFORM
 from pytest_triton.lint.rules.ensemble import Path
 from pytest_triton.lint.rules.ensemble import entry_path
 from pytest_triton.lint.rules.family import Family
 from pytest_triton.lint.rules.family import RuleTable
 from pytest_triton.lint.rules.schema_common import normalized
+from pytest_triton.lint.rules.step_io import ENSEMBLE_PLATFORM
 
 # the ids of this family (its FAMILY below; the catalogue gathers it)
 RULES: RuleTable = [
