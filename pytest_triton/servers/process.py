@@ -56,6 +56,7 @@ from pytest_triton.servers.owner import sweep_dead_owner_locks
 PR_SET_PDEATHSIG = 1
 SHM_DIR = Path("/dev/shm")
 SHM_PREFIX = "pytest_triton_"
+PRIVATE_UMASK = 0o077
 
 _spawn_queue: queue.SimpleQueue[tuple[Callable[[], subprocess.Popen[bytes]], Future[subprocess.Popen[bytes]]]] = (
     queue.SimpleQueue()
@@ -87,7 +88,8 @@ def _run_on_spawner(job: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Po
 
 
 def _pdeathsig_preexec(sig: int) -> Callable[[], None] | None:
-    """A preexec_fn setting PR_SET_PDEATHSIG (None off Linux or without libc's prctl)."""
+    """A preexec_fn setting PR_SET_PDEATHSIG (None off Linux or without libc's prctl) and ``umask 077``: what
+    the server writes (the python backend's shared-memory regions hold request tensors) is the owner's alone."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -98,6 +100,7 @@ def _pdeathsig_preexec(sig: int) -> Callable[[], None] | None:
     parent = os.getpid()
 
     def preexec() -> None:  # runs in the child between fork and exec: keep it to syscalls
+        os.umask(PRIVATE_UMASK)
         prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
         if os.getppid() != parent:  # the parent died before prctl: nobody would send the signal
             os._exit(1)
@@ -113,7 +116,8 @@ def spawn(
     cwd: str | None = None,
     pdeathsig: int = signal.SIGKILL,
 ) -> subprocess.Popen[bytes]:
-    """Start ``cmd`` in a new process group, output to ``stdout``, killed by ``pdeathsig`` if we die.
+    """Start ``cmd`` in a new process group with ``umask 077``, output to ``stdout``, killed by ``pdeathsig``
+    if we die.
 
     The fork happens on this module's long-lived spawner thread (see the module docstring).
     """
@@ -243,15 +247,25 @@ def shm_prefix(token: str) -> str:
     return f"{SHM_PREFIX}{owner_token()}_{token}_"
 
 
+def _remove_entry(path: Path) -> bool:
+    """Remove a region, or a server's private shared-memory folder (:mod:`pytest_triton.servers.sandbox`)."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    except (FileNotFoundError, PermissionError):
+        return False
+    return True
+
+
 def remove_shm(prefix: str) -> list[str]:
-    """Remove the /dev/shm regions whose names start with ``prefix``; returns their names."""
+    """Remove the /dev/shm regions (and folders) whose names start with ``prefix``; returns their names."""
     removed = []
     with contextlib.suppress(FileNotFoundError):
         for entry in os.listdir(SHM_DIR):
-            if entry.startswith(prefix):
-                with contextlib.suppress(FileNotFoundError, PermissionError):
-                    os.unlink(SHM_DIR / entry)
-                    removed.append(entry)
+            if entry.startswith(prefix) and _remove_entry(SHM_DIR / entry):
+                removed.append(entry)
     return removed
 
 
@@ -266,10 +280,8 @@ def sweep_stale_shm() -> list[str]:
     with contextlib.suppress(FileNotFoundError):
         for entry in os.listdir(SHM_DIR):
             match = _OWNED_SHM.match(entry)
-            if match is not None and liveness(match.group(1)) is Liveness.DEAD:
-                with contextlib.suppress(FileNotFoundError, PermissionError):
-                    os.unlink(SHM_DIR / entry)
-                    removed.append(entry)
+            if match is not None and liveness(match.group(1)) is Liveness.DEAD and _remove_entry(SHM_DIR / entry):
+                removed.append(entry)
     return removed
 
 
@@ -327,23 +339,6 @@ def sweep_stale_workdirs(parent: Path | None = None) -> list[Path]:
         if not folder.exists():
             removed.append(folder)
     return removed
-
-
-# Triton's python backend makes an empty /tmp/python_env_XXXXXX at startup (for execution environments) and
-# never removes it: one more folder in /tmp per server start, seen 610 times in a morning of test runs here
-PYTHON_ENV_GLOB = "python_env_*"
-
-
-def python_env_dirs() -> set[Path]:
-    """The python backend's ``/tmp/python_env_*`` folders that exist now."""
-    return set(Path("/tmp").glob(PYTHON_ENV_GLOB))
-
-
-def remove_empty_dirs(folders: set[Path]) -> None:
-    """Remove those of ``folders`` that are still empty (a folder with content is left alone)."""
-    for folder in folders:
-        with contextlib.suppress(OSError):
-            folder.rmdir()
 
 
 @functools.cache
