@@ -33,6 +33,7 @@ import queue
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -88,8 +89,9 @@ def _run_on_spawner(job: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Po
 
 
 def _pdeathsig_preexec(sig: int) -> Callable[[], None] | None:
-    """A preexec_fn setting PR_SET_PDEATHSIG (None off Linux or without libc's prctl) and ``umask 077``: what
-    the server writes (the python backend's shared-memory regions hold request tensors) is the owner's alone."""
+    """A preexec_fn setting PR_SET_PDEATHSIG (None off Linux or without libc's prctl) and ``umask 077``: the
+    files the server makes are the owner's (not its shared-memory regions: Boost sets their mode, see
+    :mod:`pytest_triton.servers.sandbox`)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -247,25 +249,15 @@ def shm_prefix(token: str) -> str:
     return f"{SHM_PREFIX}{owner_token()}_{token}_"
 
 
-def _remove_entry(path: Path) -> bool:
-    """Remove a region, or a server's private shared-memory folder (:mod:`pytest_triton.servers.sandbox`)."""
-    try:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            os.unlink(path)
-    except (FileNotFoundError, PermissionError):
-        return False
-    return True
-
-
 def remove_shm(prefix: str) -> list[str]:
-    """Remove the /dev/shm regions (and folders) whose names start with ``prefix``; returns their names."""
+    """Remove the /dev/shm regions whose names start with ``prefix``; returns their names."""
     removed = []
     with contextlib.suppress(FileNotFoundError):
         for entry in os.listdir(SHM_DIR):
-            if entry.startswith(prefix) and _remove_entry(SHM_DIR / entry):
-                removed.append(entry)
+            if entry.startswith(prefix):
+                with contextlib.suppress(FileNotFoundError, PermissionError):
+                    os.unlink(SHM_DIR / entry)
+                    removed.append(entry)
     return removed
 
 
@@ -280,8 +272,10 @@ def sweep_stale_shm() -> list[str]:
     with contextlib.suppress(FileNotFoundError):
         for entry in os.listdir(SHM_DIR):
             match = _OWNED_SHM.match(entry)
-            if match is not None and liveness(match.group(1)) is Liveness.DEAD and _remove_entry(SHM_DIR / entry):
-                removed.append(entry)
+            if match is not None and liveness(match.group(1)) is Liveness.DEAD:
+                with contextlib.suppress(FileNotFoundError, PermissionError):
+                    os.unlink(SHM_DIR / entry)
+                    removed.append(entry)
     return removed
 
 
@@ -304,8 +298,23 @@ def make_owned_workdir(parent: Path | None = None) -> Path:
     :func:`sweep_stale_workdirs` removes it once that owner is provably dead, even after SIGKILL."""
     token = owner_token()
     folder = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-", dir=parent))
-    (folder / OWNER_FILE).write_text(f"{token} pid={os.getpid()} pidns={pid_namespace()}\n")
+    fd = os.open(folder / OWNER_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(f"{token} pid={os.getpid()} pidns={pid_namespace()}\n")
     return folder
+
+
+def restrict_tree(folder: Path) -> None:
+    """Take group and other permissions off ``folder`` and everything in it (links are left as they are): a
+    staged copy keeps its source's modes, an unpacked archive its members'."""
+    for root, dirs, files in os.walk(folder):
+        for name in [*dirs, *files]:
+            path = os.path.join(root, name)
+            with contextlib.suppress(OSError):
+                info = os.lstat(path)
+                if not stat.S_ISLNK(info.st_mode) and info.st_mode & 0o077:
+                    os.chmod(path, stat.S_IMODE(info.st_mode) & 0o700)
+    os.chmod(folder, stat.S_IMODE(os.stat(folder).st_mode) & 0o700)
 
 
 def _workdir_owner(folder: Path) -> Liveness:

@@ -8,9 +8,9 @@ Two things Triton 2.51 does that no flag changes:
   ``POST /models`` loads a model from any folder the caller names.
 
 So each server starts through ``unshare``: a mount namespace where ``/tmp`` is a folder of the launcher's work
-folder (removed with it) and ``/dev/shm`` a 0700 folder of the host's ``/dev/shm`` named with the server's
-shared-memory prefix (Boost, under the python backend, ``fchmod`` makes every region 0644 whatever the umask:
-the folder keeps them the owner's; it is removed at stop and swept like a region), and, where the SageMaker
+folder (removed with it) and ``/dev/shm`` a tmpfs of its own, mode 0700 (Boost, under the python backend,
+``fchmod`` makes every region 0644 whatever the umask; the kernel frees the tmpfs once the server and its
+stubs are gone, SIGKILL included: no region outlives them), and, where the SageMaker
 frontend is on, a network namespace whose ports the host reaches only through
 :class:`~pytest_triton.servers.relay.LoopbackRelay` on 127.0.0.1. The first process
 inside (:mod:`pytest_triton.servers.sandbox_inner`) also sets ``umask 077``, then becomes the server.
@@ -74,9 +74,10 @@ def refuse_without_namespaces(what: str) -> None:
 
 
 def kept_paths(command: Sequence[str], env: Mapping[str, str], workdir: Path) -> list[str]:
-    """The paths a server started with ``command`` and ``env`` reads: the work folder, every absolute path on
-    the command line (``--flag=/path`` too) and in the path variables; those under ``/tmp`` stay visible."""
-    found = {str(workdir)}
+    """The paths a server started with ``command`` and ``env`` reads: the work folder, the binary's folder,
+    every absolute path on the command line (``--flag=/path`` too) and in the path variables; those under
+    ``/tmp`` stay visible in its private ``/tmp``."""
+    found = {str(workdir), os.path.dirname(command[0])}
     for arg in command:
         value = arg.partition("=")[2] if arg.startswith("--") else arg
         if value.startswith("/"):
@@ -88,26 +89,18 @@ def kept_paths(command: Sequence[str], env: Mapping[str, str], workdir: Path) ->
 
 
 def sandboxed(
-    command: Sequence[str],
-    env: Mapping[str, str],
-    workdir: Path,
-    *,
-    shm: Path | None = None,
-    relay: Mapping[int, Path] | None = None,
+    command: Sequence[str], env: Mapping[str, str], workdir: Path, relay: Mapping[int, Path] | None = None
 ) -> list[str] | None:
     """``command`` started in its own namespaces (see the module docstring) with ``workdir/tmp`` as its
-    ``/tmp`` and ``shm`` (made 0700 here) as its ``/dev/shm``; with ``relay`` (port -> Unix socket) in its own
-    network too. None where no namespace can be made (then ``relay`` must be None:
-    :func:`refuse_without_namespaces` first)."""
+    ``/tmp`` and a tmpfs of its own as its ``/dev/shm``; with ``relay`` (port -> Unix socket) in its own network
+    too. None where no namespace can be made (then ``relay`` must be None: :func:`refuse_without_namespaces`
+    first)."""
     prefix, _ = namespace_prefix()
     if not prefix:
         return None
     private = workdir / "tmp"
     private.mkdir(mode=0o700, exist_ok=True)
-    if shm is not None:
-        shm.mkdir(mode=0o700, exist_ok=True)
     spec = {
-        "shm": None if shm is None else str(shm),
         "tmp": str(private),
         "keep": kept_paths(command, env, workdir),
         "relay": [[port, str(path)] for port, path in (relay or {}).items()],

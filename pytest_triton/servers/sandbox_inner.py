@@ -4,9 +4,9 @@ Run as ``unshare --mount [--net] python -I sandbox_inner.py SPEC_JSON -- COMMAND
 :mod:`pytest_triton.servers.sandbox` (standard library only: it runs isolated, ``-I``, so nothing of the
 caller's environment or working folder is imported). In order:
 
-1. ``umask 077``: every file the server and its python stubs create is the owner's alone; ``spec["shm"]`` (a
-   0700 folder of the host's ``/dev/shm``) is bound over ``/dev/shm``, as the python backend's regions are
-   made 0644 whatever the umask;
+1. ``umask 077``: every file the server and its python stubs create is the owner's alone; ``/dev/shm`` is a
+   tmpfs of their own (mode 0700), as the python backend's regions are made 0644 whatever the umask (they
+   hold request tensors); the kernel frees it with the namespace, once the server and its stubs are gone;
 2. a private ``/tmp``: ``spec["tmp"]`` (a folder of the launcher's work folder) is bind-mounted over ``/tmp``,
    after the paths of ``spec["keep"]`` that lie under ``/tmp`` (the work folder, paths on the command line)
    were bound into it at their own paths. Triton's python backend makes ``/tmp/python_env_XXXXXX`` (a path
@@ -35,6 +35,8 @@ import sys
 import threading
 from pathlib import Path
 
+MS_NOSUID = 0x2
+MS_NODEV = 0x4
 MS_BIND = 0x1000
 MS_REC = 0x4000
 PR_SET_PDEATHSIG = 1
@@ -48,11 +50,14 @@ SHM = Path("/dev/shm")
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
-def _mount_bind(source: Path, target: Path, *, recursive: bool) -> None:
-    flags = MS_BIND | (MS_REC if recursive else 0)
-    if _libc.mount(str(source).encode(), str(target).encode(), None, flags, None) != 0:
+def _mount(source: bytes, target: Path, kind: bytes | None, flags: int, options: bytes | None) -> None:
+    if _libc.mount(source, str(target).encode(), kind, flags, options) != 0:
         err = ctypes.get_errno()
-        raise OSError(err, f"mount --bind {source} {target}: {os.strerror(err)}")
+        raise OSError(err, f"mount {source.decode()} on {target}: {os.strerror(err)}")
+
+
+def _mount_bind(source: Path, target: Path, *, recursive: bool) -> None:
+    _mount(str(source).encode(), target, None, MS_BIND | (MS_REC if recursive else 0), None)
 
 
 def private_tmp(tmp: Path, keep: list[str]) -> None:
@@ -135,8 +140,7 @@ def main(argv: list[str]) -> None:
     if argv[2] != "--" or not command:
         raise SystemExit("usage: sandbox_inner.py SPEC_JSON -- COMMAND...")
     os.umask(0o077)
-    if spec.get("shm"):
-        _mount_bind(Path(spec["shm"]), SHM, recursive=False)
+    _mount(b"tmpfs", SHM, b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=0700")
     private_tmp(Path(spec["tmp"]), spec["keep"])
     relayed = spec.get("relay") or []
     if relayed:

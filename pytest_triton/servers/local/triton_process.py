@@ -10,6 +10,7 @@ also at interpreter exit for a launcher that was dropped or left running.
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 import subprocess
@@ -25,10 +26,10 @@ from pytest_triton.errors import ServerStartError
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.logs import LogFile
 from pytest_triton.servers.ports import PortReservation
-from pytest_triton.servers.process import SHM_DIR
 from pytest_triton.servers.process import describe_exit
 from pytest_triton.servers.process import make_owned_workdir
 from pytest_triton.servers.process import remove_shm
+from pytest_triton.servers.process import restrict_tree
 from pytest_triton.servers.process import shm_prefix
 from pytest_triton.servers.process import spawn
 from pytest_triton.servers.process import stop_process_group
@@ -110,9 +111,10 @@ class TritonProcess:
                 raise PortInUse(str(err)) from err
         log_path = workdir / log_name
         self.log = LogFile(log_path)
-        shm = SHM_DIR / f"{self.shm_prefix}shm" if self.shm_prefix else None
-        argv = sandboxed(command, env, workdir, shm=shm, relay=routes) or list(command)
-        with log_path.open("wb") as out:
+        os.close(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+        restrict_tree(workdir)  # the staged repository: copies keep the user's modes
+        argv = sandboxed(command, env, workdir, routes) or list(command)
+        with log_path.open("r+b") as out:
             try:
                 self.proc = spawn(argv, env=dict(env), stdout=out)
             except OSError as err:

@@ -23,6 +23,8 @@ import pytest
 from pytest_triton.servers.base import Prepared
 from pytest_triton.servers.local.launcher import LocalLauncher
 from pytest_triton.servers.local.triton_process import TritonProcess
+from pytest_triton.servers.owner import owners_dir
+from pytest_triton.servers.ports import default_lock_dir
 from pytest_triton.servers.process import SHM_DIR
 from pytest_triton.servers.process import sweep_stale_workdirs
 from pytest_triton.servers.sagemaker.local import SageMakerLocalLauncher
@@ -255,20 +257,22 @@ def test_a_killed_owner_leaves_no_python_env_folder(tmp_path: Path) -> None:
 
 def test_shared_memory_regions_are_owner_only(tmp_path: Path) -> None:
     # the python backend's regions hold request tensors; they were -rw-r--r-- in /dev/shm, readable by anyone
+    # (Boost sets their mode whatever the umask): now they lie in the server's own tmpfs, 0700
+    _needs_namespaces()
     _needs_nobody()
     add_model(tmp_path / "repo")
     with LocalLauncher(tmp_path / "repo", progress=None) as launcher:
         assert launcher.clients().http.is_model_ready("add")
         assert isinstance(launcher.runner, TritonProcess)
-        entries = sorted(SHM_DIR.glob(f"{launcher.runner.shm_prefix}*"))
-        regions = [
-            p for entry in entries for p in [entry, *(entry.rglob("*") if entry.is_dir() else [])] if p.is_file()
-        ]
-        assert regions, entries
-        modes = {str(p): stat.filemode(p.stat().st_mode) for p in entries}
-        assert all(mode[4:] == "------" for mode in modes.values()), modes
+        prefix, pid = launcher.runner.shm_prefix, launcher.runner.pid
+        assert sorted(SHM_DIR.glob(f"{prefix}*")) == []
+        own = Path(f"/proc/{pid}/root/dev/shm")
+        regions = sorted(own.glob(f"{prefix}*"))
+        assert regions, "the python stub's regions are in the server's own /dev/shm"
+        assert stat.filemode(own.stat().st_mode) == "drwx------"
+        assert own.stat().st_uid == os.getuid()
         reads = [f"open({str(p)!r}, 'rb').read(1)" for p in regions]
-        script = "\n".join(f"try:\n    {read}\n    print('read')\nexcept PermissionError:\n    pass" for read in reads)
+        script = "\n".join(f"try:\n    {read}\n    print('read')\nexcept OSError:\n    pass" for read in reads)
         env = {"PATH": os.environ["PATH"]}
         done = subprocess.run([*AS_NOBODY, SYSTEM_PYTHON, "-c", script], capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr
@@ -279,14 +283,40 @@ def _modes(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): stat.filemode(p.lstat().st_mode) for p in [root, *root.rglob("*")]}
 
 
-def test_the_work_folder_is_owner_only(tmp_path: Path) -> None:
-    # the staged repository, the logs and the private /tmp: folders 0700, files 0600 (copies kept the user's modes)
+def test_what_a_server_writes_is_owner_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the staged repository, the unpacked model, the logs, the private /tmp, the lock folders and the cache:
+    # folders 0700, files 0600 (copies kept the user's 0755/0644)
+    monkeypatch.setenv("PYTEST_TRITON_CACHE_DIR", str(tmp_path / "cache"))
     add_model(tmp_path / "repo")
     for path in [tmp_path / "repo", *(tmp_path / "repo").rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
-    with LocalLauncher(tmp_path / "repo", progress=None) as launcher:
-        workdir = launcher.runner.workdir() if launcher.runner is not None else None
-        assert workdir is not None
-        modes = _modes(workdir)
-    others = {name: mode for name, mode in modes.items() if mode[4:] != "------"}
+    modes = {}
+    for launcher in (
+        LocalLauncher(tmp_path / "repo", progress=None),
+        SageMakerLocalLauncher(tmp_path / "repo", staging=tmp_path / "work", progress=None),
+    ):
+        with launcher:
+            assert launcher.runner is not None
+            modes[launcher.name] = _modes(launcher.runner.workdir())
+            modes["port locks"] = _modes(default_lock_dir())
+            modes["owner locks"] = _modes(owners_dir())
+    modes["cache"] = _modes(tmp_path / "cache")
+    assert len(modes["local"]) > 5, modes  # the repository, its model, the log
+    assert len(modes["sagemaker-local"]) > 5, modes
+    assert len(modes["cache"]) > 2, modes
+    others = {f"{where}: {name}": mode for where, found in modes.items() for name, mode in found.items()}
+    others = {name: mode for name, mode in others.items() if mode[4:] != "------" and not mode.startswith("l")}
     assert not others, textwrap.shorten(repr(others), 2000)
+
+
+@pytest.mark.parametrize("variable", ["PYTEST_TRITON_PORT_LOCKS", "PYTEST_TRITON_CACHE_DIR", "PYTEST_TRITON_OWNERS"])
+def test_a_folder_variable_naming_a_file_is_one_line(tmp_path: Path, variable: str) -> None:
+    # it was a FileExistsError (NotADirectoryError) traceback
+    add_model(tmp_path / "repo")
+    (tmp_path / "file").write_text("not a folder")
+    env = {**os.environ, variable: str(tmp_path / "file"), "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    argv = [sys.executable, "-m", "pytest_triton", "serve", str(tmp_path / "repo"), "--timeout", "60"]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert f"={str(tmp_path / 'file')!r} cannot be a folder of pytest-triton (a file is there)" in done.stderr
