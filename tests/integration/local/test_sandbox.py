@@ -55,7 +55,8 @@ LOAD = """
 import json, sys, urllib.request, urllib.error
 url, folder = sys.argv[1], sys.argv[2]
 body = json.dumps({"model_name": "intruder", "url": folder}).encode()
-request = urllib.request.Request(url + "/models", data=body, method="POST", headers=json.loads(sys.argv[3]))
+headers = {"Content-Type": "application/json", **json.loads(sys.argv[3])}
+request = urllib.request.Request(url + "/models", data=body, method="POST", headers=headers)
 try:
     with urllib.request.urlopen(request, timeout=60) as reply:
         print(reply.status)
@@ -84,7 +85,8 @@ def _ss_listeners() -> list[tuple[str, str]]:
 
 
 def _intruder(tmp_path: Path) -> tuple[Path, Path]:
-    """A model folder uid 65534 wrote, and where its initialize would leave a mark."""
+    """A repository uid 65534 wrote (the SageMaker frontend's ``url``: the folder holding the model folder),
+    and where its model's initialize would leave a mark."""
     mark = tmp_path / "mark" / "initialize-ran"
     mark.parent.mkdir()
     folder = tmp_path / "nobody" / "intruder"
@@ -94,7 +96,7 @@ def _intruder(tmp_path: Path) -> tuple[Path, Path]:
     for path in [tmp_path / "nobody", *(tmp_path / "nobody").rglob("*")]:
         os.chown(path, NOBODY, NOBODY)
     tmp_path.chmod(0o755)
-    return folder, mark
+    return folder.parent, mark
 
 
 def _load_as_nobody(url: str, folder: Path, headers: dict[str, str] | None = None) -> str:
