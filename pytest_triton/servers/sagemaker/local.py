@@ -236,12 +236,7 @@ class SageMakerLocalLauncher(ServerBase):
         self.plan, self._urls, args, self.control_key = launch.plan, launch.urls, launch.plan.args, launch.control_key
         if isinstance(self.runner, TritonProcess):
             self.command = [str(self.binary.path), *args, *self.runner.binary_flags(self.binary)]
-            # the SageMaker frontend binds every interface: the server gets a network of its own
-            guard = SageMakerGuard(launch.control_key)
-            isolate = {port: (guard if name == "sagemaker" else None) for name, port in launch.ports.items()}
-            self.runner.spawn(
-                self.command, {**self.binary.environ(), **launch.env}, "tritonserver.log", isolate=isolate
-            )
+            launch.spawn(self.runner, self.command, self.binary)
         elif self.container is not None:
             self.command = ["serve"] if self.container.facts().serve_script else ["tritonserver", *args]
             self.container.run(self.command, launch.env, mounts={self.model_dir: MODEL_MOUNT})
@@ -317,10 +312,14 @@ class LaunchPlan:
         """Where the frontends of the plan listen, on 127.0.0.1 (gRPC and metrics only where it turns them on)."""
         return _urls(self.plan)
 
-    @property
-    def ports(self) -> dict[str, int]:
-        """The port of each frontend the plan opens: ``sagemaker``, and ``grpc``, ``metrics`` where it turns them on."""
-        return _frontend_ports(self.plan)
+    def spawn(self, process: TritonProcess, command: Sequence[str], binary: TritonBinary) -> None:
+        """Start ``command`` on ``process`` with ``binary``'s environment and the container's. The SageMaker
+        frontend binds every interface, so the process gets a network of its own, reached on 127.0.0.1 at the
+        ports of the plan; the SageMaker port's relay passes ``/ping`` and ``/invocations``, anything else only with
+        the plan's control key (where it has none, never)."""
+        guard = SageMakerGuard(self.control_key)
+        isolate = {port: (guard if name == "sagemaker" else None) for name, port in _frontend_ports(self.plan).items()}
+        process.spawn(command, {**binary.environ(), **self.env}, "tritonserver.log", isolate=isolate)
 
 
 def frontend_ready(runner: Runner, urls: ServerUrls, check_running: Callable[[], None], model: str) -> Poll:
