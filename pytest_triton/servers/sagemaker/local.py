@@ -291,6 +291,8 @@ class LaunchPlan:
         if bound:
             notes.append(f"{' and '.join(bound)} bound to {LOCALHOST}")
         env.update(loopback)
+        if not isinstance(runner, TritonContainer):
+            notes.append(f"reached through a relay on {LOCALHOST}: the server runs in a network namespace of its own")
         restricted = runner.facts().restricted_api if isinstance(runner, TritonContainer) else False
         if binary is not None:
             restricted = has_restricted_api(help_text(binary))

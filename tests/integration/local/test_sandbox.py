@@ -127,6 +127,7 @@ def test_sagemaker_local_listens_on_loopback_only(sagemaker_local: SageMakerLoca
     assert not [line for line in seen if f"pid={pid}," in line[1]], seen  # the server listens on no host address
     for port in ports.values():
         assert [address for address, _ in seen if address.rsplit(":", 1)[1] == str(port)] == [f"127.0.0.1:{port}"]
+    assert any("reached through a relay on 127.0.0.1" in note for note in sagemaker_local.notes)
     # and it serves through the relay, a kept-alive connection for several requests
     values = np.array([1.0, 2.0], dtype=np.float32)
     transport = sagemaker_local.transport()
