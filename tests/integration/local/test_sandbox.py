@@ -212,10 +212,10 @@ def test_the_server_has_a_private_tmp_and_leaves_other_users_folders(
             workdir = launcher.runner.workdir() if launcher.runner is not None else None
             assert workdir is not None
             ours = list((workdir / "tmp").glob("python_env_*"))
-            assert ours, f"the python backend's folder is not in the server's own /tmp ({workdir / 'tmp'})"
         finally:
             launcher.stop()
         assert theirs.is_dir()  # left alone
+        assert ours, f"the python backend's folder is not in the server's own /tmp ({workdir / 'tmp'})"
         assert not workdir.exists()  # ours went with the work folder
     finally:
         if theirs.exists():
