@@ -33,6 +33,7 @@ from pytest_triton.servers.control import ControlKey
 from pytest_triton.servers.sandbox_inner import unix_address
 
 MAX_HEAD_BYTES = 64 * 1024
+DRAIN_S = 10.0  # how long the replies to earlier requests may take once a connection's input ends
 OPEN_PATHS = ("/ping", "/invocations")  # what SageMaker itself calls, and all the plugin calls
 
 
@@ -106,16 +107,35 @@ def _close(*sockets: socket.socket) -> None:
         sock.close()
 
 
-def _pump(source: socket.socket, target: socket.socket) -> None:
+def _pump(source: socket.socket, target: socket.socket, *, close: bool = True) -> None:
     with contextlib.suppress(OSError):
         while data := source.recv(65536):
             target.sendall(data)
-    _close(source, target)
+    if close:
+        _close(source, target)
 
 
-def _guarded_pump(client: socket.socket, upstream: socket.socket, guard: SageMakerGuard) -> None:
-    """Requests from ``client`` to ``upstream``, each head checked by ``guard`` before any of it passes."""
+def _responses(upstream: socket.socket, client: socket.socket, refusing: threading.Event) -> None:
+    """Replies from ``upstream`` to ``client``; once the server ends the connection, so does the client's side,
+    unless a refusal is still to be sent."""
+    _pump(upstream, client, close=False)
+    if not refusing.is_set():
+        with contextlib.suppress(OSError):
+            client.shutdown(socket.SHUT_RDWR)
+
+
+def _guarded_pump(
+    client: socket.socket,
+    upstream: socket.socket,
+    guard: SageMakerGuard,
+    responses: threading.Thread,
+    refusing: threading.Event,
+) -> None:
+    """Requests from ``client`` to ``upstream``, each head checked by ``guard`` before any of it passes. Where
+    one is refused, or the client stops sending, the server gets the end of its input and the replies to the
+    requests before (``responses`` relays them) reach the client first, then the refusal."""
     buffer = b""
+    refused: Refused | None = None
     try:
         while True:
             while b"\r\n\r\n" not in buffer:
@@ -137,11 +157,17 @@ def _guarded_pump(client: socket.socket, upstream: socket.socket, guard: SageMak
                 chunk, buffer = buffer[:length], buffer[length:]
                 upstream.sendall(chunk)
                 length -= len(chunk)
-    except Refused as refused:
-        _refuse(client, refused)
+    except Refused as found:
+        refused = found
+        refusing.set()
     except OSError:
         pass
     finally:
+        with contextlib.suppress(OSError):
+            upstream.shutdown(socket.SHUT_WR)
+        responses.join(DRAIN_S)
+        if refused is not None:
+            _refuse(client, refused)
         _close(client, upstream)
 
 
@@ -199,9 +225,12 @@ class LoopbackRelay:
             self._open.update((client, upstream))
         if guard is None:
             threading.Thread(target=_pump, args=(client, upstream), daemon=True).start()
+            _pump(upstream, client)
         else:
-            threading.Thread(target=_guarded_pump, args=(client, upstream, guard), daemon=True).start()
-        _pump(upstream, client)
+            refusing = threading.Event()
+            responses = threading.Thread(target=_responses, args=(upstream, client, refusing), daemon=True)
+            responses.start()
+            _guarded_pump(client, upstream, guard, responses, refusing)
         with self._lock:
             self._open.difference_update((client, upstream))
 
