@@ -97,11 +97,15 @@ def _write_steps(root: Path, ratios: Sequence[float], step_s: float, *, scaled: 
         (model / "1" / "model.py").write_text(note + MODEL.format(step=step), encoding="utf-8")
 
 
+WARM_UP = "warmup"  # judged first and not counted: it pays for the servers' start and the inputs' generation
+
+
 def _contracts(mode: str, ratios: Sequence[float], per_run: int, window_ms: float) -> str:
-    names = [f"{_key(r)}_{i}" for r in ratios for i in range(per_run)]
+    names = [WARM_UP, *(f"{_key(r)}_{i}" for r in ratios for i in range(per_run))]
     lines = ['[reference]\nvariant = "base"\n', '[variants.base]\nrepository = "repos/steps"\nmodel = "base"\n']
     for name in names:
-        lines.append(f'[variants.{name}]\nrepository = "repos/steps"\nmodel = "{name.rsplit("_", 1)[0]}"\n')
+        model = "base" if name == WARM_UP else name.rsplit("_", 1)[0]
+        lines.append(f'[variants.{name}]\nrepository = "repos/steps"\nmodel = "{model}"\n')
     lines.append('[inputs.generate]\nfrom = "base"\nexamples = 5\nseed = 1\nbatch_size = 1\n')
     lines.append(
         f'[latency]\nvariants = ["base"]\nbatch_size = 1\nthroughput_batch_size = 1\nwarmup = 5\n'
@@ -169,6 +173,7 @@ def one_run(
             _write_steps(root, ratios, args.step_ms / 1000, scaled=scaled)
             (root / "contracts.toml").write_text(contracts, encoding="utf-8")
         (head / "conftest.py").write_text(CONFTEST, encoding="utf-8")
+        (head / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")  # the root: paths as the base has them
         command = [sys.executable, "-m", "pytest", "--triton-contracts", "contracts.toml", "-p", "no:cacheprovider"]
         command += ["--junitxml", str(work / "junit.xml"), "-q", "-o", "junit_family=xunit1", "-W", "ignore"]
         command += ["--triton-verdict-seconds", str(args.verdict_seconds)]
@@ -234,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--modes", default=",".join(MODES), help="relative, baseline or both")
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (each pinned to 2 cores if there are)")
     parser.add_argument("--step-ms", type=float, default=3.0, help="the base step's sleep (d)")
-    parser.add_argument("--window-ms", type=float, default=200.0, help="measurement window ([latency] window_ms)")
+    parser.add_argument("--window-ms", type=float, default=500.0, help="measurement window ([latency] window_ms)")
     parser.add_argument("--verdict-seconds", type=float, default=90.0, help="--triton-verdict-seconds")
     parser.add_argument("--out", type=Path, default=None, help="write FILE (markdown) and FILE.json")
     args = parser.parse_args(argv)
