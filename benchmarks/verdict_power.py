@@ -29,6 +29,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -156,9 +157,9 @@ def _read_junit(path: Path, mode: str, hogs: int, by_name: dict[str, float]) -> 
     return found
 
 
-def _hogs(count: int, cores: str | None) -> list[subprocess.Popen[bytes]]:
+def _hogs(count: int, cores: str | None) -> list[subprocess.Popen[str]]:
     pin = ["taskset", "-c", cores] if cores else []
-    return [subprocess.Popen([*pin, sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    return [subprocess.Popen([*pin, sys.executable, "-c", "while True: pass"], text=True) for _ in range(count)]
 
 
 def one_run(
@@ -181,19 +182,20 @@ def one_run(
             command += ["--triton-baseline", str(base), "-m", "triton_baseline"]
         pin = ["taskset", "-c", cores] if cores else []
         hogging = _hogs(hogs, cores)
+        run = subprocess.Popen([*pin, *command], cwd=head, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
-            done = subprocess.run([*pin, *command], cwd=head, capture_output=True, text=True, timeout=3600)
+            output, _ = run.communicate(timeout=3600)
         finally:
-            for hog in hogging:
-                hog.kill()
-                hog.wait()
+            for process in [*hogging, run]:
+                process.kill()
+                process.wait()
         junit = work / "junit.xml"
         if not junit.is_file():
-            raise RuntimeError(f"pytest wrote no JUnit XML (exit {done.returncode}):\n{done.stdout[-3000:]}")
+            raise RuntimeError(f"pytest wrote no JUnit XML (exit {run.returncode}):\n{output[-3000:]}")
         by_name = {f"{_key(r)}_{i}": r for r in ratios for i in range(args.per_run)}
         verdicts = _read_junit(junit, mode, hogs, by_name)
         if len(verdicts) != len(by_name) or any(v.outcome == "error" for v in verdicts):
-            print(done.stdout[-3000:], file=sys.stderr)
+            print(output[-3000:], file=sys.stderr)
         return verdicts
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -243,6 +245,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--verdict-seconds", type=float, default=90.0, help="--triton-verdict-seconds")
     parser.add_argument("--out", type=Path, default=None, help="write FILE (markdown) and FILE.json")
     args = parser.parse_args(argv)
+    # a terminated benchmark still stops its hogs and its pytest run (the finally blocks run on SystemExit)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ratios, hogs, modes = _numbers(args.ratios, float), _numbers(args.hogs, int), _numbers(args.modes, str)
     if unknown := set(modes) - set(MODES):
         parser.error(f"--modes: {sorted(unknown)!r}; expected {' or '.join(MODES)}")
