@@ -16,7 +16,7 @@ One pytest run judges every ratio ``--per-run`` times (variants that share a mod
 per run. With ``--jobs J`` several runs go at once, each pinned with ``taskset`` to two cores of its own with its
 hogs on the same two cores, where the machine has ``2 * J`` cores (the table's conditions say which).
 
-    python -m benchmarks.verdict_power --runs 100 --hogs 0,2 --jobs 8 --out benchmarks/results/verdict_power.md
+    python -m benchmarks.verdict_power --runs 100 --hogs 0,2 --jobs 8 --out benchmarks/results/verdict-power-DATE.md
 
 A verdict counts as a false alarm where it FAILs at a true ratio within the limit, as a detection where it FAILs
 beyond it; INCONCLUSIVE is counted apart; the seconds are pytest's duration of the verdict's item (warm-up and
