@@ -41,7 +41,7 @@ def bench_properties(bench: TritonBench, seen: tuple[int, int]) -> list[tuple[st
         found.append((f"triton_verdict[{name}]", relative.status))
         found.append((f"triton_ratio[{name}]", _number(relative.ratio)))
         if relative.interval is not None:
-            found.append((f"triton_ratio_interval[{name}]", "{:.4g}..{:.4g}".format(*relative.interval)))
+            found.append((f"triton_ratio_interval[{name}]", "{:.6g}..{:.6g}".format(*relative.interval)))
         found.append((f"triton_rounds[{name}]", str(relative.rounds)))
     return found
 

@@ -193,8 +193,14 @@ def test_docs_example_gives_parity_and_latency_items_and_a_report(
     assert fp32["triton_verdict"] == "passed"
     assert float(fp32["triton_p50_ms[fp32]"]) > 0
     assert float(fp32["triton_samples_per_s[fp32]"]) > 0
-    ratio = properties["latency[pipeline/fp32]"]["triton_ratio[contracts.toml: latency[pipeline/fp32] p50]"]
-    assert float(ratio) > 0
+    relative = properties["latency[pipeline/fp32]"]
+    name = "contracts.toml: latency[pipeline/fp32] p50"
+    assert float(relative[f"triton_ratio[{name}]"]) > 0
+    # how sure: the interval of the ratio, the rounds it took, the outcome
+    low, high = (float(v) for v in relative[f"triton_ratio_interval[{name}]"].split(".."))
+    assert low <= float(relative[f"triton_ratio[{name}]"]) <= high
+    assert int(relative[f"triton_rounds[{name}]"]) >= 9
+    assert relative[f"triton_verdict[{name}]"] == "pass"
 
 
 def junit_properties(path: Path) -> dict[str, dict[str, str]]:
