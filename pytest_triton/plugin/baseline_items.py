@@ -11,6 +11,7 @@ import os
 import shutil
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable
 from collections.abc import Generator
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ import pytest
 
 from pytest_triton.errors import ContractFailure
 from pytest_triton.errors import PytestTritonError
+from pytest_triton.errors import TritonInconclusiveWarning
 from pytest_triton.errors import VariantUnavailable
 from pytest_triton.plugin.contract_items import CONTRACTS_KEY
 from pytest_triton.plugin.contract_items import ContractItem
@@ -206,6 +208,8 @@ def _latency(pair: Pair) -> Callable[..., None]:
         request.node.add_report_section("call", "triton-baseline", outcome.message())
         if not outcome.ok:
             raise ContractFailure(outcome.message())
+        if outcome.verdict == "inconclusive":
+            warnings.warn(TritonInconclusiveWarning(outcome.message()), stacklevel=1)
 
     return baseline_latency
 
