@@ -57,7 +57,7 @@ case "${1:-}" in
     # the plugin is not installed there: PYTEST_PLUGINS loads it in each pytest run the benchmark starts
     export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 PYTEST_PLUGINS=pytest_triton.plugin
     # shellcheck disable=SC2086 # VERDICT_ARGS is a list of options
-    timeout 560 python3 -m benchmarks.verdict_power ${VERDICT_ARGS:-} --out "$out/verdict-power.md" \
+    timeout 540 python3 -m benchmarks.verdict_power ${VERDICT_ARGS:-} --out "$out/verdict-power.md" \
       > "$out/verdict-power-console.txt" 2>&1
     echo "verdict_power exit $?"
     tail -30 "$out/verdict-power-console.txt"
