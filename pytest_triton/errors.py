@@ -21,6 +21,12 @@ whole family at once::
      │    ├── InferenceTimeout (TimeoutError) no reply in time
      │    └── EndpointModelError           a SageMaker container answered an error (ModelError, 424)
      └── PlacementError (AssertionError)   ONNX Runtime left nodes off the wanted provider
+
+and every warning from :class:`PytestTritonWarning` (``-W error::pytest_triton.errors.PytestTritonWarning``
+makes them fail a run; ``-W ignore::...`` silences one class)::
+
+    PytestTritonWarning (UserWarning)
+     └── TritonUnstableWarning              a latency within budget whose measurement never settled
 """
 
 from __future__ import annotations
@@ -192,3 +198,13 @@ class EndpointModelError(InferenceError):
         if log_stream_arn:
             text += f"\ncontainer log stream: {log_stream_arn}"
         super().__init__(text, request=request, response=response)
+
+
+class PytestTritonWarning(UserWarning):
+    """Base class of every warning pytest-triton gives."""
+
+
+class TritonUnstableWarning(PytestTritonWarning):
+    """A latency result within its budget whose windows never settled: the test passes (``triton_unstable =
+    warn``), says "passed, unstable" in every report, and warns with this class so a run can filter it or make
+    it an error (``-W error::pytest_triton.errors.TritonUnstableWarning``)."""

@@ -128,6 +128,7 @@ class PairRun:
         from pytest_triton.bench.interleave import measure_interleaved
         from pytest_triton.bench.relative import RelativeBudget
         from pytest_triton.bench.relative import evaluate_relative
+        from pytest_triton.bench.sampling import rows_of
         from pytest_triton.bench.sampling import warm_up_shapes
 
         run, pair = self.run(), self.pair
@@ -157,18 +158,21 @@ class PairRun:
         )
         clock = bench.clock or time.perf_counter_ns
         started = time.monotonic()
+        # rows as sent: a model that does not batch sends one sample per request at any asked batch size
+        rows = rows_of(calls[pair.name][latency.batch_size], latency.batch_size)
+        rate_rows = rows_of(calls[pair.name][latency.throughput_batch_size], latency.throughput_batch_size)
         runs = {
             "latency": measure_interleaved(
                 {k: own[latency.batch_size] for k, own in calls.items()},
-                batch_size=latency.batch_size,
+                batch_size=rows,
                 policy=policy,
                 clock=clock,
             )
         }
-        if latency.throughput_batch_size != latency.batch_size:
+        if rate_rows != rows:
             runs["rate"] = measure_interleaved(
                 {k: own[latency.throughput_batch_size] for k, own in calls.items()},
-                batch_size=latency.throughput_batch_size,
+                batch_size=rate_rows,
                 policy=policy,
                 clock=clock,
             )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,9 +32,11 @@ from typing import final
 __all__ = [
     "BUDGET_PATHS",
     "CALIBRATION_SUFFIX",
+    "UNNAMED",
     "Calibration",
     "Engine",
     "EnginePath",
+    "engine_at",
     "engine_of",
     "write_calibration_model",
 ]
@@ -112,7 +115,11 @@ def engine_of(server: Any, model: str, *, calibrate: bool = True) -> Engine:
         return Engine("native", f"{model} is served by the backend its config names (nothing adapted)")
     reason = adapted[model].describe()
     if not calibrate:
-        return Engine("adapter", reason, calibration_missing="calibration not asked for")
+        return Engine(
+            "adapter",
+            reason,
+            calibration_missing="calibration not measured (a side-by-side row: measure it alone for its calibration)",
+        )
     control = getattr(server, "control", None)
     if control is None:
         missing = f"{type(server).__name__} has no model control: no calibration model can be loaded beside the row"
@@ -123,6 +130,42 @@ def engine_of(server: Any, model: str, *, calibrate: bool = True) -> Engine:
     except Exception as exc:  # the row is still measured and marked; the report says why it has no calibration
         return Engine("adapter", reason, calibration_missing=f"calibration model not loaded: {exc}"[:400])
     return Engine("adapter", reason, calibration_model=name)
+
+
+UNNAMED = "measured without http_url= and model=: which server ran it, and how, is not known"
+
+
+def engine_at(servers: Sequence[Any], http_url: str, model: str, rows: int, *, calibrate: bool = True) -> Engine:
+    """The engine path of ``model`` on the server at ``http_url``, for a row measured through the fixture API
+    (``triton_bench.measure(call, http_url=..., model=...)``), whose request the bench cannot replay.
+
+    A server among ``servers`` (the ones this session started) says how it serves the model; on the adapter
+    path (with ``calibrate``) the calibration model gets a request of ``rows`` rows of zeros at the model's
+    declared shapes (a free axis: length 1). Any other server is ``unknown``, with that reason.
+    """
+    wanted = http_url.rstrip("/")
+    for server in servers:
+        urls = getattr(server, "urls", None)
+        if urls is None or not urls.http or urls.http.rstrip("/") != wanted:
+            continue
+        engine = engine_of(server, model, calibrate=calibrate)
+        if engine.calibration_model is not None:
+            engine = engine.with_call(_zeros_call(server.transport("http"), engine.calibration_model, rows))
+        return engine
+    return Engine("unknown", f"{http_url} is not a server this session started: how it serves {model} is not known")
+
+
+def _zeros_call(transport: Any, model: str, rows: int) -> Callable[[], object]:
+    """One request of zeros to ``model`` at its declared shapes: ``rows`` on a batch axis, 1 on a free one."""
+    import numpy as np
+
+    from pytest_triton.dtypes import BY_KSERVE
+
+    tensors = {}
+    for spec in transport.input_specs(model):
+        shape = [rows if i == 0 and d == -1 else max(d, 1) for i, d in enumerate(spec.shape)]
+        tensors[spec.name] = np.zeros(shape, dtype=BY_KSERVE[spec.datatype].numpy or "float32")
+    return lambda: transport.infer(model, tensors, [])
 
 
 def _ensemble_steps(folder: Path, model: str) -> list[str]:

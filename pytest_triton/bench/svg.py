@@ -21,10 +21,14 @@ from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
 from xml.sax.saxutils import quoteattr
 
+from pytest_triton.bench.outcome import OUTCOME_OF
+from pytest_triton.bench.outcome import outcome_word
 from pytest_triton.bench.report import PARITY_COLUMNS
 from pytest_triton.bench.report import parity_row
 from pytest_triton.bench.report import path_lines
 from pytest_triton.bench.report import short_verdict
+from pytest_triton.bench.report import unstable_policy
+from pytest_triton.bench.results import UnstablePolicy
 from pytest_triton.bench.results import VariantResult
 
 if TYPE_CHECKING:
@@ -37,10 +41,10 @@ _MARGIN = 16
 _EM = 0.64  # width of one monospace character per unit of font size, with margin (fonts measure 0.60)
 _FONT = "DejaVu Sans Mono, Menlo, Consolas, Liberation Mono, monospace"
 _PCT_COLORS = {50: "#1f77b4", 90: "#2ca02c", 95: "#ff7f0e", 99: "#d62728"}
-_VERDICT_COLORS = {
-    "PASS": "#2ca02c",
-    "FAIL": "#d62728",
-    "UNSTABLE": "#ff7f0e",
+_VERDICT_COLORS = {  # the words of pytest_triton.bench.outcome
+    "PASSED": "#2ca02c",
+    "FAILED": "#d62728",
+    "PASSED, UNSTABLE": "#ff7f0e",
     "REPORT-ONLY": "#4c6a8a",
     "NOT-COMPARABLE": "#8a6d3b",
     "SKIPPED": "#7f7f7f",
@@ -137,7 +141,7 @@ class _Axis:
 def _columns(labels: Sequence[str]) -> tuple[float, float, float]:
     """The axis's left and right ends and the verdict column's x, from the longest label and verdict."""
     label_w = max((_width(s, 11) for s in labels), default=0) + 12
-    verdict_w = _width("NOT-COMPARABLE", 11) + 12
+    verdict_w = max(_width(word.upper(), 11) for word in OUTCOME_OF) + 12
     return _MARGIN + label_w, _W - _MARGIN - verdict_w, _W - _MARGIN
 
 
@@ -150,7 +154,7 @@ def _label(result: VariantResult) -> str:
     return result.variant if result.is_skipped else f"{result.variant} [{result.path}]"
 
 
-def _latency_panel(canvas: _Canvas, results: Sequence[VariantResult]) -> None:
+def _latency_panel(canvas: _Canvas, results: Sequence[VariantResult], unstable: UnstablePolicy) -> None:
     measured = [r for r in results if r.latency is not None]
     batch = measured[0].latency.batch_size if measured and measured[0].latency else 1
     canvas.heading(f"Latency at b={batch}, concurrency 1: one axis for every variant")
@@ -169,7 +173,7 @@ def _latency_panel(canvas: _Canvas, results: Sequence[VariantResult]) -> None:
         y = top + i * row_h
         canvas.parts.append(f'<g class="variant" data-variant={quoteattr(r.variant)}>')
         canvas.text(_MARGIN, y + 14, _label(r), size=11)
-        _verdict_cell(canvas, xv, y + 14, short_verdict(r))
+        _verdict_cell(canvas, xv, y + 14, short_verdict(r, unstable))
         s = r.latency
         if s is None:
             canvas.text(
@@ -259,7 +263,7 @@ def _relative_panel(canvas: _Canvas, data: ReportData) -> None:
     for i, r in enumerate(data.relative):
         y = top + i * row_h
         canvas.text(_MARGIN, y + 14, r.budget.label, size=11)
-        _verdict_cell(canvas, xv, y + 14, r.status.upper())
+        _verdict_cell(canvas, xv, y + 14, outcome_word(r.status, unstable_policy(data)).upper())
         canvas.line(axis.x(1.0), y + 2, axis.x(1.0), y + 22, color="#555", dash="3,2")
         limit, allowed = r.budget.min_ratio or r.budget.max_ratio, r.budget.allowed_ratio()
         if limit is not None and allowed is not None:
@@ -293,8 +297,9 @@ def _parity_panel(canvas: _Canvas, data: ReportData) -> None:
 
 def _details(canvas: _Canvas, data: ReportData) -> None:
     canvas.heading("Verdicts in detail")
+    unstable = unstable_policy(data)
     for r in data.results:
-        canvas.wrapped(f"{r.variant}: {r.verdict.status.upper()}: {r.verdict.reason}", size=10)
+        canvas.wrapped(f"{r.variant}: {short_verdict(r, unstable)}: {r.verdict.reason}", size=10)
         for line in path_lines(r):
             canvas.wrapped(line, size=9, color="#555", indent=16)
         if r.stability and r.latency is not None:
@@ -302,7 +307,7 @@ def _details(canvas: _Canvas, data: ReportData) -> None:
         for note in r.notes:
             canvas.wrapped(f"note: {note}", size=9, color="#555", indent=16)
     for rel in data.relative:
-        canvas.wrapped(f"{rel.budget.label}: {rel.status.upper()}: {rel.reason}", size=10)
+        canvas.wrapped(f"{rel.budget.label}: {outcome_word(rel.status, unstable).upper()}: {rel.reason}", size=10)
         if rel.stability:
             canvas.wrapped(f"stability: {rel.stability}", size=9, color="#555", indent=16)
     for p in data.parity:
@@ -322,7 +327,7 @@ def render(data: ReportData) -> str:
         for line in data.provenance.lines():
             canvas.wrapped(line, size=10, color="#444")
     if data.results:
-        _latency_panel(canvas, data.results)
+        _latency_panel(canvas, data.results, unstable_policy(data))
         _throughput_panel(canvas, data.results)
     _relative_panel(canvas, data)
     _parity_panel(canvas, data)

@@ -9,6 +9,7 @@ error naming the file, the key and the value.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
@@ -146,6 +147,14 @@ def add_late_notes(config: pytest.Config, notes: dict[str, list[str]]) -> None:
             outcome["text"] += f"\n{note}"
 
 
+def warn_unstable(text: str) -> None:
+    """A result within budget whose measurement never settled passes with the plugin's own warning (filterable,
+    an error under ``-W error``)."""
+    from pytest_triton.errors import TritonUnstableWarning
+
+    warnings.warn(TritonUnstableWarning(f"passed, unstable: {text}"), stacklevel=2)
+
+
 def _skip(reason: str) -> NoReturn:
     """Skip, reported at the contracts file (as a skip mark would be), not at this module's line."""
     raise pytest.skip.Exception(reason, _use_item_location=True)
@@ -207,6 +216,7 @@ def _latency(declaration: Declaration, name: str) -> Callable[..., None]:
     def contract_latency(
         request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory, triton_bench: TritonBench
     ) -> None:
+        from pytest_triton.bench.outcome import outcome_word
         from pytest_triton.contracts import VariantUnavailable
         from pytest_triton.contracts.latency_run import measure_variant
         from pytest_triton.errors import PytestTritonError
@@ -232,22 +242,24 @@ def _latency(declaration: Declaration, name: str) -> Callable[..., None]:
             _record(request, f"latency[{name}]", "skipped", reason)
             triton_bench.record_skipped(budget_name, reason)  # a SKIPPED row in the latency report
             _skip(reason)
-        text = f"{result.variant}: {result.verdict.status}: {result.verdict.reason}"
-        status = "failed" if result.verdict.failed else "passed"
-        _record(request, f"latency[{name}]", status, text, variant=result.variant)
-        triton_bench.check(result)
+        word = outcome_word(result.verdict.status, triton_bench.unstable)
+        text = f"{result.variant}: {word}: {result.verdict.reason}"
+        _record(request, f"latency[{name}]", word, text, variant=result.variant)
+        triton_bench.check(result)  # passed, unstable: warns with the plugin's own class
 
     return contract_latency
 
 
 def _stream_verdict(request: pytest.FixtureRequest, name: str, outcome: Any) -> None:
     """Record a streamed variant's latency (JUnit XML properties too) and fail on a broken stream limit."""
+    from pytest_triton.bench.outcome import outcome_word
+
     __tracebackhide__ = True
     measured = outcome.measured
     for key in ("ttft_p50_ms", "gap_p99_ms", "total_p50_ms", "responses_per_s"):
         request.node.user_properties.append((f"triton_{key}[{outcome.budget_name}]", round(measured.value(key), 4)))
-    status = "failed" if outcome.verdict.failed else "passed"
-    _record(request, f"latency[{name}]", status, outcome.message(), variant=outcome.budget_name)
+    word = "failed" if outcome.verdict.failed else outcome_word(outcome.verdict.status, "warn")
+    _record(request, f"latency[{name}]", word, outcome.message(), variant=outcome.budget_name)
     request.node.add_report_section("call", "triton-contract", outcome.message())
     if outcome.verdict.failed:
         raise ContractFailure(f"latency of streamed variant {name!r}: {outcome.message()}")
@@ -276,7 +288,9 @@ def _relative(declaration: Declaration, index: int) -> Callable[..., None]:
         if reason is not None:
             _record(request, f"latency[{rule.name}]", "skipped", reason)
             _skip(reason)
-        _record(request, f"latency[{rule.name}]", "passed" if outcome.ok else "failed", outcome.message())
+        _record(request, f"latency[{rule.name}]", outcome.word, outcome.message())
+        if outcome.word == "passed, unstable":
+            warn_unstable(outcome.message())
         request.node.add_report_section("call", "triton-contract", outcome.message())
         if not outcome.ok:
             raise ContractFailure(outcome.message())

@@ -16,6 +16,7 @@ from pytest_triton.bench.sampling import Window
 from pytest_triton.bench.stats import LatencyStats
 from pytest_triton.bench.stats import summarize
 from pytest_triton.errors import ConfigError
+from pytest_triton.errors import TritonUnstableWarning
 
 MS = 1_000_000
 FILE = """
@@ -237,6 +238,9 @@ def test_the_unstable_choice(latency_ms: float, stable: bool, choice: str, fails
     if fails:
         with pytest.raises(AssertionError, match=r"latency budget (fail|unstable): variant 'plain' on 'gpu'"):
             assert_contracts([result], unstable=choice)  # type: ignore[arg-type]
+    elif not stable:  # passed, unstable: the plugin's own warning
+        with pytest.warns(TritonUnstableWarning, match="passed, unstable: plain: within budget"):
+            assert_contracts([result], unstable=choice)  # type: ignore[arg-type]
     else:
         assert_contracts([result], unstable=choice)  # type: ignore[arg-type]
 
@@ -244,7 +248,8 @@ def test_the_unstable_choice(latency_ms: float, stable: bool, choice: str, fails
 def test_relative_failures_are_listed_together_with_their_budget() -> None:
     fail = evaluate_relative(_budget(max_ratio=1.1, name="overhead"), stats(13.0), stats(10.0))
     unstable = evaluate_relative(_budget(max_ratio=1.5), stats(11.0), stats(10.0), stable=False, stability="why")
-    assert_contracts([], [unstable], unstable="warn")
+    with pytest.warns(TritonUnstableWarning, match="passed, unstable: ens vs plain p50_ms"):
+        assert_contracts([], [unstable], unstable="warn")
     with pytest.raises(AssertionError) as info:
         assert_contracts([], [fail, unstable], unstable="fail")
     text = str(info.value)
