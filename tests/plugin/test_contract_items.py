@@ -141,7 +141,7 @@ def test_docs_example_gives_parity_and_latency_items_and_a_report(
             "*= triton contracts =*",
             "PASSED   contracts.toml::parity?fp16?: parity holds: variant 'fp16' vs reference 'onnxruntime' on "
             "25 generated inputs (seed=1,*",
-            "*relative latency passed: 'pipeline' p50 / 'fp32' p50 = *",
+            "*relative latency passed*'pipeline' p50 / 'fp32' p50 = *",  # or passed, unstable on a busy machine
             "*= triton latency =*",
             "PASSED contracts.toml::parity?fp16?",
             "PASSED contracts.toml::parity?pipeline?",
