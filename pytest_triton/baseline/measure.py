@@ -17,6 +17,7 @@ from collections.abc import Callable
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from typing import Any
 from typing import final
 
 from pytest_triton.baseline.pairs import AsDeclared
@@ -114,10 +115,30 @@ class PairRun:
     def run(self) -> ContractRun:
         if self._run is None:
             assert self.pair.base is not None
-            served = self.servers.serve(self.pair.base)
+            served = self._serve_base()
             reference = (AsDeclared(served.transport, self.pair.base), self.pair.base.model)
             self._run = ContractRun(self.declaration, self.servers, reference=reference)
         return self._run
+
+    def _serve_base(self) -> Any:
+        """The base's variant served; a base that cannot be served is the base's problem, not the PR's: the pair
+        is not judged (VariantUnavailable, naming the base and what to do)."""
+        from pytest_triton.contracts import VariantUnavailable
+        from pytest_triton.errors import PytestTritonError
+
+        pair = self.pair
+        assert pair.base is not None
+        try:
+            return self.servers.serve(pair.base)
+        except VariantUnavailable:
+            raise
+        except PytestTritonError as exc:
+            raise VariantUnavailable(
+                pair.base_name,
+                f"the base ({pair.label}) cannot be served here, so {pair.name!r} is not judged against it (the "
+                f"base's problem, not this change's): {exc}\n  hint: fix the base on {pair.label}, or compare with "
+                "--triton-baseline naming a ref whose repository serves",
+            ) from exc
 
     def parity(self) -> ParityOutcome:
         return self.run().parity(self.pair.name)

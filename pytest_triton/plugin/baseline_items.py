@@ -18,6 +18,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import NoReturn
 
 import pytest
 
@@ -121,7 +122,7 @@ def _shown(path: Path, config: pytest.Config) -> str:
         return path.name
 
 
-def _skip(reason: str) -> None:
+def _skip(reason: str) -> NoReturn:
     raise pytest.skip.Exception(reason, _use_item_location=True)
 
 
@@ -159,6 +160,14 @@ def _not_compared(config: pytest.Config, pair: Pair) -> str | None:
     return f"variant {pair.name!r}: {pair.reason}"
 
 
+def _unavailable(row: VerdictRow, pair: Pair, exc: VariantUnavailable) -> NoReturn:
+    """Skip the item, the row saying why; a base that cannot be served is marked as the base's."""
+    row.reason = exc.reason
+    if exc.variant == pair.base_name:
+        row.status = "the base cannot be served"
+    _skip(f"variant {exc.variant!r}: {exc.reason}")
+
+
 def _parity(pair: Pair) -> Callable[..., None]:
     def baseline_parity(
         request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory, triton_bench: TritonBench
@@ -173,8 +182,7 @@ def _parity(pair: Pair) -> Callable[..., None]:
         try:
             outcome = _pair_run(request, pair, triton_server_factory).parity()
         except VariantUnavailable as exc:
-            row.reason = exc.reason
-            _skip(f"variant {exc.variant!r}: {exc.reason}")
+            _unavailable(row, pair, exc)
         except PytestTritonError as exc:
             row.parity_ok, row.parity_text = False, str(exc).splitlines()[0]
             raise ContractFailure(f"parity of {pair.name!r} against {pair.base_name!r}: {exc}") from exc
@@ -200,8 +208,7 @@ def _latency(pair: Pair) -> Callable[..., None]:
         try:
             outcome = _pair_run(request, pair, triton_server_factory).latency(triton_bench)
         except VariantUnavailable as exc:
-            row.reason = exc.reason
-            _skip(f"variant {exc.variant!r}: {exc.reason}")
+            _unavailable(row, pair, exc)
         except PytestTritonError as exc:
             row.latency_error = str(exc)
             raise ContractFailure(f"latency of {pair.name!r} against {pair.base_name!r}: {exc}") from exc

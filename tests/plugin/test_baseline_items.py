@@ -222,6 +222,23 @@ def test_a_drifted_weight_fails_the_parity_pair_naming_the_element(pytester: pyt
     assert "p50 fail" not in row, row
 
 
+def test_a_base_that_cannot_be_served_is_the_bases_problem_not_the_prs(pytester: pytest.Pytester) -> None:
+    root = pytester.path
+    make_base(root)
+    _git(root, "checkout", "-q", "-B", "broken", "base")  # the base: add's model fails at import
+    write_model(root, "add", note="raise RuntimeError('the base is broken')\n")
+    _git(root, "commit", "-q", "-am", "broken base")
+    _git(root, "tag", "-f", "base")
+    open_pr(root, "fix")  # the PR: the model that works
+    result, verdict = run_verdict(pytester)
+    result.assert_outcomes(skipped=6)  # both items of each pair: nothing of the PR fails for the base's fault
+    result.stdout.fnmatch_lines(["*variant 'add@base': the base (base) cannot be served here, so 'add' is not judged*"])
+    row = next(line for line in verdict.splitlines() if line.startswith("| `add`"))
+    assert "➖ skipped: the base cannot be served" in row, row
+    assert "the base is broken" in verdict
+    assert "hint: fix the base on base, or compare with --triton-baseline" in verdict
+
+
 def test_an_unknown_ref_or_no_contracts_file_stops_the_run_saying_what_to_do(
     pytester: pytest.Pytester, project: Path
 ) -> None:
