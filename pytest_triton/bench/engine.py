@@ -15,7 +15,9 @@ types, shapes, batching, instance group, providers) whose ONNX graph does no wor
 ``ConstantOfShape`` of the request's batch) is written beside the adapted model in the server's staged
 repository, loaded on the same server, and timed interleaved with the row's model, the same request through the
 same client (:class:`Calibration`). What it measures is the hand-over and the transport; Triton's native
-onnxruntime backend does not pay the hand-over (it runs ONNX Runtime in the server process).
+onnxruntime backend does not pay the hand-over (it runs ONNX Runtime in the server process). An ensemble row
+whose steps are adapted gets a calibration ensemble: the same steps, each adapted one calling its calibration
+model, so its calibration is the row without ONNX Runtime's work (the other steps still run).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ __all__ = [
     "EnginePath",
     "engine_at",
     "engine_of",
+    "write_calibration_ensemble",
     "write_calibration_model",
 ]
 
@@ -68,7 +71,8 @@ class Calibration:
     def describe(self) -> str:
         infer = f", server infer {self.server_infer_us:.0f} µs" if self.server_infer_us is not None else ""
         return (
-            f"adapter calibration (a no-work model of the same I/O through the same adapter, interleaved): "
+            f"adapter calibration (the row's request to a copy whose ONNX models do no work, through the same "
+            f"adapter, interleaved): "
             f"p50 {self.p50_ms:.3f} ms{infer}, {self.share:.0%} of the row's p50; {NATIVE_STATEMENT}"
         )
 
@@ -104,16 +108,14 @@ def engine_of(server: Any, model: str, *, calibrate: bool = True) -> Engine:
     if prepared is None:
         return Engine("unknown", f"{type(server).__name__} does not say how it serves its models")
     adapted = {a.name: a for a in prepared.adapted}
+    steps: list[str] = []
     if model not in adapted:
         steps = sorted(set(_ensemble_steps(Path(prepared.folder), model)) & set(adapted))
-        if steps:
-            return Engine(
-                "adapter",
-                f"ensemble {model}: its step(s) {', '.join(steps)} served by the python-backend ONNX Runtime adapter",
-                calibration_missing=f"an ensemble row: the row serving {steps[0]} carries the adapter's calibration",
-            )
-        return Engine("native", f"{model} is served by the backend its config names (nothing adapted)")
-    reason = adapted[model].describe()
+        if not steps:
+            return Engine("native", f"{model} is served by the backend its config names (nothing adapted)")
+        reason = f"ensemble {model}: its step(s) {', '.join(steps)} served by the python-backend ONNX Runtime adapter"
+    else:
+        reason = adapted[model].describe()
     if not calibrate:
         return Engine(
             "adapter",
@@ -125,7 +127,12 @@ def engine_of(server: Any, model: str, *, calibrate: bool = True) -> Engine:
         missing = f"{type(server).__name__} has no model control: no calibration model can be loaded beside the row"
         return Engine("adapter", reason, calibration_missing=missing)
     try:
-        name = write_calibration_model(Path(prepared.folder), model)
+        if steps:  # the same ensemble with its adapted steps' no-work models: the row without ONNX Runtime's work
+            for step in steps:
+                control.load(write_calibration_model(Path(prepared.folder), step))
+            name = write_calibration_ensemble(Path(prepared.folder), model, steps)
+        else:
+            name = write_calibration_model(Path(prepared.folder), model)
         control.load(name)
     except Exception as exc:  # the row is still measured and marked; the report says why it has no calibration
         return Engine("adapter", reason, calibration_missing=f"calibration model not loaded: {exc}"[:400])
@@ -166,6 +173,26 @@ def _zeros_call(transport: Any, model: str, rows: int) -> Callable[[], object]:
         shape = [rows if i == 0 and d == -1 else max(d, 1) for i, d in enumerate(spec.shape)]
         tensors[spec.name] = np.zeros(shape, dtype=BY_KSERVE[spec.datatype].numpy or "float32")
     return lambda: transport.infer(model, tensors, [])
+
+
+def write_calibration_ensemble(folder: Path, ensemble: str, adapted: Sequence[str]) -> str:
+    """Write the calibration of ``ensemble`` into the staged repository ``folder``: its config under a new name,
+    each step that calls an ``adapted`` model calling that model's calibration model instead (written before);
+    its name."""
+    from pytest_triton.config import read_config
+    from pytest_triton.config import write_config
+
+    config = read_config(folder / ensemble / "config.pbtxt").message
+    name = ensemble + CALIBRATION_SUFFIX
+    dest = folder / name
+    shutil.rmtree(dest, ignore_errors=True)
+    (dest / "1").mkdir(parents=True)  # an ensemble's version folder is empty, but Triton needs one
+    config.name = name
+    for step in config.ensemble_scheduling.step:
+        if step.model_name in adapted:
+            step.model_name += CALIBRATION_SUFFIX
+    write_config(config, dest / "config.pbtxt")
+    return name
 
 
 def _ensemble_steps(folder: Path, model: str) -> list[str]:
