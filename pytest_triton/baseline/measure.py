@@ -31,6 +31,7 @@ from pytest_triton.contracts.spec import Latency
 from pytest_triton.parity.tensors import ParityReport
 
 if TYPE_CHECKING:
+    from pytest_triton.bench.outcome import OutcomeWord
     from pytest_triton.bench.relative import RelativeResult
     from pytest_triton.bench.results import UnstablePolicy
     from pytest_triton.bench.session import TritonBench
@@ -71,11 +72,20 @@ class PairLatency:
     def ok(self) -> bool:
         return self.verdict == "pass" or (self.verdict == "unstable" and self.unstable != "fail")
 
+    @property
+    def word(self) -> OutcomeWord:
+        """The pair's word in every channel (:mod:`pytest_triton.bench.outcome`)."""
+        from pytest_triton.bench.outcome import outcome_word
+
+        return outcome_word(self.verdict, self.unstable)
+
     def message(self) -> str:
+        from pytest_triton.bench.outcome import outcome_word
+
         pair = self.pair
-        lines = [f"latency of {pair.name!r} against {pair.base_name!r}: {self.verdict.upper()}"]
+        lines = [f"latency of {pair.name!r} against {pair.base_name!r}: {self.word}"]
         for metric, result in zip(METRICS, self.results):
-            lines.append(f"- {metric}: {result.status}: {result.reason}")
+            lines.append(f"- {metric}: {outcome_word(result.status, self.unstable)}: {result.reason}")
         lines.append(f"interleaved measurement: {self.settled}")
         return "\n".join(lines)
 

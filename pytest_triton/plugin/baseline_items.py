@@ -28,6 +28,7 @@ from pytest_triton.errors import VariantUnavailable
 from pytest_triton.plugin.contract_items import CONTRACTS_KEY
 from pytest_triton.plugin.contract_items import ContractItem
 from pytest_triton.plugin.contract_items import latency_skip_reason
+from pytest_triton.plugin.contract_items import warn_unstable
 
 if TYPE_CHECKING:
     from pytest_triton.baseline.measure import PairRun
@@ -216,6 +217,8 @@ def _latency(pair: Pair) -> Callable[..., None]:
         request.node.add_report_section("call", "triton-baseline", outcome.message())
         if not outcome.ok:
             raise ContractFailure(outcome.message())
+        if outcome.word == "passed, unstable":
+            warn_unstable(outcome.message())
 
     return baseline_latency
 

@@ -169,7 +169,7 @@ def test_an_unchanged_model_passes_both_pairs(pytester: pytest.Pytester, project
     # a pass, or a pass whose rounds did not settle, which the table says (both pass the item by default)
     result.stdout.fnmatch_lines(["*= triton verdict =*", "*against base (*"])
     row = next(line for line in verdict.splitlines() if line.startswith("| `add`"))
-    assert "✅ pass" in row or "⚠️ unstable" in row, row
+    assert "✅ passed" in row or "⚠️ passed, unstable" in row, row
     assert "❌" not in verdict, verdict
     result.stdout.fnmatch_lines(
         [
@@ -197,8 +197,8 @@ def test_a_slower_python_step_fails_the_latency_pair(pytester: pytest.Pytester, 
     result.stdout.fnmatch_lines(["FAILED contracts.toml::latency[[]add/add@base[]]*"])
     row = next(line for line in verdict.splitlines() if line.startswith("| `add`"))
     # the cause named: p50 over 1.10x or samples/s under 0.90x (one of them may be inconclusive on a loaded machine)
-    assert re.search(r"❌ FAIL: .*(p50 fail|samples/s fail)", row), row
-    assert "parity" not in row.split("❌ FAIL")[-1], row
+    assert re.search(r"❌ failed: .*(p50 fail|samples/s fail)", row), row
+    assert "parity" not in row.split("❌ failed")[-1], row
     assert ratio(verdict, 1) > 1.10, row
 
 
@@ -218,7 +218,7 @@ def test_a_drifted_weight_fails_the_parity_pair_naming_the_element(pytester: pyt
     row = next(line for line in verdict.splitlines() if line.startswith("| `add`"))
     # the worst element is in the drifted column (index 2 of SUM's 4)
     assert re.search(r"❌ SUM\[\d+, 2\]: base .* PR .* \(\\\|diff\\\| [\d.e-]+, allowed [\d.e-]+\)", row), row
-    assert "❌ FAIL: parity" in row, row
+    assert "❌ failed: parity" in row, row
     assert "p50 fail" not in row, row
 
 

@@ -59,15 +59,15 @@ def test_a_failing_latency_row_names_the_metric_that_failed() -> None:
     line = next(x for x in text.splitlines() if x.startswith("| `add`"))
     assert line == (
         "| `add` | 5.00 → 6.50 ms (1.300×, ≤ 1.10×) ❌ | 6.00 → 9.00 ms (1.500×) | "
-        "200.00 → 150.00/s (0.750×, ≥ 0.90×) ❌ | ✅ SUM: identical | ❌ FAIL: p50 fail; samples/s fail |"
+        "200.00 → 150.00/s (0.750×, ≥ 0.90×) ❌ | ✅ SUM: identical | ❌ failed: p50 fail; samples/s fail |"
     )
 
 
 def test_an_unsettled_pass_is_unstable_in_the_table_and_says_how_it_ended() -> None:
     row = VerdictRow("contracts.toml", "add", "add@main", "changed", latency=latency("unstable", "pass"))
     text = render_verdict([row], base="main")
-    assert "⚠️ unstable: unstable: p50 |" in text
-    assert "- `add`: unstable, not a pass: settled after 9 rounds" in text
+    assert "⚠️ passed, unstable: unstable: p50 |" in text
+    assert "- `add`: passed, unstable (the rounds did not settle): settled after 9 rounds" in text
     assert "⚠️ no failure against main; 1 measurement(s) did not settle" in text
 
 
@@ -76,7 +76,7 @@ def test_a_parity_failure_names_parity_and_skipped_pairs_say_why() -> None:
     failed.parity_ok, failed.parity_text = False, "SUM[1, 2]: base 1, PR 1.01 (|diff| 0.01, allowed 0.0002)"
     new = VerdictRow("contracts.toml", "fresh", "fresh@main", "new", reason="new in this PR: no baseline")
     text = render_verdict([failed, new], base="main")
-    assert "| ❌ SUM[1, 2]: base 1, PR 1.01 (\\|diff\\| 0.01, allowed 0.0002) | ❌ FAIL: parity |" in text
+    assert "| ❌ SUM[1, 2]: base 1, PR 1.01 (\\|diff\\| 0.01, allowed 0.0002) | ❌ failed: parity |" in text
     assert "| `fresh` | – | – | – | – | ➖ skipped: new |" in text
     assert "- `fresh`: new in this PR: no baseline" in text
 
