@@ -252,14 +252,11 @@ def _latency(declaration: Declaration, name: str) -> Callable[..., None]:
 
 def _stream_verdict(request: pytest.FixtureRequest, name: str, outcome: Any) -> None:
     """Record a streamed variant's latency (JUnit XML properties too) and fail on a broken stream limit."""
-    from pytest_triton.bench.outcome import outcome_word
-
     __tracebackhide__ = True
     measured = outcome.measured
     for key in ("ttft_p50_ms", "gap_p99_ms", "total_p50_ms", "responses_per_s"):
         request.node.user_properties.append((f"triton_{key}[{outcome.budget_name}]", round(measured.value(key), 4)))
-    word = "failed" if outcome.verdict.failed else outcome_word(outcome.verdict.status, "warn")
-    _record(request, f"latency[{name}]", word, outcome.message(), variant=outcome.budget_name)
+    _record(request, f"latency[{name}]", outcome.word, outcome.message(), variant=outcome.budget_name)
     request.node.add_report_section("call", "triton-contract", outcome.message())
     if outcome.verdict.failed:
         raise ContractFailure(f"latency of streamed variant {name!r}: {outcome.message()}")
