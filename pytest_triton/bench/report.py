@@ -10,6 +10,7 @@ their reason, never as passed; absolute numbers that are not asserted on this ha
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,10 @@ class ReportData:
     parity: tuple[ParityRecord, ...] = ()
     provenance: Provenance | None = None
     explanations: tuple[str, ...] = ()
+    # what a merge needs from a part of a run: each contract item's outcome (pytest's verdict, rows or not) and,
+    # for a shard, which part of which run it is (see pytest_triton.bench.merge)
+    contracts: tuple[Mapping[str, str], ...] = ()
+    shard: Mapping[str, Any] | None = None
 
 
 def _data(data: ReportData | Sequence[VariantResult]) -> ReportData:
@@ -244,6 +249,8 @@ def to_json(data: ReportData | Sequence[VariantResult]) -> dict[str, Any]:
         "relative": [{**r.as_dict(), "outcome": outcome_word(r.status, unstable)} for r in data.relative],
         "parity": [p.as_dict() for p in data.parity],
         "explanations": list(data.explanations),
+        "contracts": [dict(o) for o in data.contracts],
+        "shard": dict(data.shard) if data.shard is not None else None,
     }
 
 

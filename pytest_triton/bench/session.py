@@ -107,6 +107,7 @@ class TritonBench:
         self.parity: list[ParityRecord] = []
         self.explanations: list[str] = []
         self.triton_version: str | None = None
+        self.device = ""  # the GPU(s) this session's servers see, e.g. "GPU 1": a note on every row it adds
         # contracts' own budget files, by path: the file and the variants held to it
         self.declared_budgets: dict[Path, tuple[BudgetFile, list[str]]] = {}
         self.late: list[tuple[int, LateNote]] = []  # (index in results, what to read at the session's end)
@@ -180,6 +181,8 @@ class TritonBench:
 
     def add(self, result: VariantResult, *, late: LateNote | None = None) -> VariantResult:
         """Record ``result``; ``late`` is read at the session's end, its note replacing its placeholder."""
+        if self.device:
+            result = dataclasses.replace(result, notes=(*result.notes, f"ran on {self.device}"))
         if late is not None:
             result = dataclasses.replace(result, notes=(*result.notes, late.placeholder))
             self.late.append((len(self.results), late))
@@ -441,6 +444,8 @@ class TritonBench:
         transport: str = "",
     ) -> ParityRecord:
         """Keep a parity comparison (from :func:`pytest_triton.parity.compare` / ``compare_labels``) for the report."""
+        if self.device:
+            transport = f"{transport}, ran on {self.device}" if transport else f"ran on {self.device}"
         record = ParityRecord.of(variant, parity, labels, transport=transport)
         self.parity.append(record)
         return record
