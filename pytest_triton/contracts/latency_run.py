@@ -127,9 +127,11 @@ def one_sample_note(timed: Target, latency: Latency) -> tuple[str, ...]:
     """Why a model that does not batch reports samples/s equal to requests/s (nothing for one that batches)."""
     if timed.batches:
         return ()
+    asked = latency.throughput_batch_size
+    unused = f" (throughput_batch_size {asked} cannot apply)" if asked != 1 else ""
     return (
         f"{timed.model} does not batch (max_batch_size 0): every request sends 1 sample, so samples/s = "
-        f"requests/s (throughput_batch_size {latency.throughput_batch_size} cannot apply)",
+        f"requests/s{unused}",
     )
 
 
