@@ -336,6 +336,7 @@ def _relative_panel(canvas: _Canvas, data: ReportData) -> None:
     axis.draw(canvas, top, bottom, "ratio")
     for i, r in enumerate(data.relative):
         y = top + i * row_h
+        canvas.parts.append(f'<g class="relative" data-relative={quoteattr(r.budget.label)}>')
         canvas.text(_MARGIN, y + 14, _cut(r.budget.label, x0 - _MARGIN - 12, 11), size=11)
         _verdict_cell(canvas, xv, y + 14, relative_word(r, inconclusive_policy(data)).upper())
         canvas.line(axis.x(1.0), y + 2, axis.x(1.0), y + 22, color="#555", dash="3,2")
@@ -352,6 +353,7 @@ def _relative_panel(canvas: _Canvas, data: ReportData) -> None:
             canvas.line(low, y + 6, low, y + 15, color="#222")
             canvas.line(high, y + 6, high, y + 15, color="#222")
         canvas.fitted(x0 + 2, y + 33, f"{_relative_figures(r)}{_alone(r, data)}; budget {r.budget.describe()}")
+        canvas.parts.append("</g>")
     canvas.y = bottom + 30
 
 

@@ -1,6 +1,8 @@
 """Every channel says what pytest says: for every item of a run, pytest's own outcome (JUnit XML's testcase)
 agrees with the item's word in the terminal table, the JSON report, the JUnit property, the markdown and the
-SVG, and "passed, unstable" is a pytest warning of the plugin's own class (an error under ``-W error``).
+SVG, and "passed, unstable" is a pytest warning of the plugin's own class (an error under ``-W error``); the
+same for relative budgets, whose interval may leave the answer "inconclusive" (a warning of the plugin's own
+class, or a failure under ``--triton-inconclusive fail``).
 
 The measured calls sleep, so no server is needed and the outcomes are decided by the budgets: one within
 budget, one over, one within budget whose windows never settle (stability threshold 0 and an alternating
@@ -12,6 +14,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -161,3 +164,118 @@ def test_passed_unstable_is_an_error_under_w_error(pytester: pytest.Pytester) ->
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*TritonUnstableWarning: passed, unstable: unsettled: *"])
+
+
+RELATIVE_BUDGETS = """
+[test-hw]
+source = "this test"
+tolerance = 0.0
+
+[[test-hw.relative]]
+name = "near"
+variant = "near"
+baseline = "near-base"
+max_ratio = 1.2
+
+[[test-hw.relative]]
+name = "far"
+variant = "far"
+baseline = "far-base"
+max_ratio = 1.2
+
+[[test-hw.relative]]
+name = "close"
+variant = "close"
+baseline = "close-base"
+max_ratio = 1.2
+"""
+
+RELATIVE_TESTS = """
+from pytest_triton.bench.sampling import WindowPolicy
+
+
+class Machine:
+    # every request advances a fake clock: the per-round ratios are scripted, not measured on this machine
+    def __init__(self, ratio, jitter_ms=0.0):
+        self.now, self.ratio, self.jitter_ms, self.calls = 0, ratio, jitter_ms, 0
+
+    def clock(self):
+        return self.now
+
+    def base(self):
+        self.now += 10_000_000
+
+    def variant(self):
+        window = self.calls // 5
+        self.calls += 1
+        extra = self.jitter_ms if window % 2 else 0.0  # every other window only: the ratios swing
+        self.now += int((10 * self.ratio + extra) * 1_000_000)
+
+
+def judge(triton_bench, name, machine):
+    triton_bench.clock = machine.clock
+    calls = {f"{name}-base": machine.base, name: machine.variant}
+    policy = WindowPolicy(window_requests=5, max_windows=6)
+    triton_bench.check(triton_bench.measure_interleaved(calls, policy=policy, warmup=0))
+
+
+def test_near(triton_bench):
+    judge(triton_bench, "near", Machine(1.1))
+
+
+def test_far(triton_bench):
+    judge(triton_bench, "far", Machine(1.5))
+
+
+def test_close(triton_bench):
+    # ratios 1.0 and 1.25 in turn: the median's interval straddles 1.2 after every look
+    judge(triton_bench, "close", Machine(1.0, jitter_ms=2.5))
+"""
+
+
+def _relative_channels(pytester: pytest.Pytester, result: pytest.RunResult, names: list[str]) -> dict[str, Any]:
+    report = json.loads((pytester.path / "out" / "run.json").read_text())
+    svg = (pytester.path / "out" / "run.svg").read_text()
+    return {
+        "terminal": _table_words(result.stdout.lines, names),
+        "json": {r["budget"]["name"]: r["outcome"] for r in report["relative"]},
+        "junit": {k: v for k, v in _junit_words(pytester.path / "junit.xml").items() if k in names},
+        "markdown": _table_words((pytester.path / "out" / "run.md").read_text().splitlines(), names),
+        "svg": {
+            name: word.lower()
+            for name, word in re.findall(
+                r'data-relative="([^"]+)">.*?<text[^>]*text-anchor="end"[^>]*>([^<]+)</text>', svg, re.DOTALL
+            )
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("choice", "close_word", "outcomes"),
+    [
+        ("warn", "inconclusive", {"passed": 2, "failed": 1, "warnings": 1}),
+        ("fail", "failed", {"passed": 1, "failed": 2}),
+    ],
+)
+def test_relative_verdicts_say_inconclusive_as_pytest_does(
+    pytester: pytest.Pytester, choice: str, close_word: OutcomeWord, outcomes: dict[str, int]
+) -> None:
+    pytester.path.joinpath("budgets.toml").write_text(RELATIVE_BUDGETS, encoding="utf-8")
+    pytester.makepyfile(test_user=RELATIVE_TESTS)
+    args = ["-p", "no:cacheprovider", "--triton-hardware", "test-hw", "--triton-budgets", "budgets.toml"]
+    args += ["--triton-inconclusive", choice, "--triton-report", "out/run", "--junitxml", "junit.xml", "-rA"]
+    result = pytester.runpytest_subprocess(*args)
+    result.assert_outcomes(**outcomes)
+    if choice == "warn":
+        result.stdout.fnmatch_lines(["*TritonInconclusiveWarning: relative budget INCONCLUSIVE: close*"])
+    expected: dict[str, OutcomeWord] = {"near": "passed", "far": "failed", "close": close_word}
+    pytest_said = _pytest_outcomes(pytester.path / "junit.xml")
+    for channel, words in _relative_channels(pytester, result, list(expected)).items():
+        assert words == expected, f"{channel} says {words}"
+    for name, word in expected.items():
+        assert OUTCOME_OF[word] == pytest_said[name], (name, word, pytest_said[name])
+    report = json.loads((pytester.path / "out" / "run.json").read_text())
+    close = next(r for r in report["relative"] if r["budget"]["name"] == "close")
+    assert close["status"] == "inconclusive"  # the measurement's finding, whatever the choice makes of it
+    assert close["ratio_interval"][0] < 1.2 < close["ratio_interval"][1]
+    assert close["rounds"] > 0

@@ -242,7 +242,7 @@ def test_the_report_shows_relative_budgets_parity_and_provenance(tmp_path: Path,
     assert "| 1/2 | FAILED |" in md
     assert "- label differs: s02: 'b' -> 'c'" in md
     assert "## Reading this report" in md
-    assert "unstable measurements: triton_unstable=warn; asserted" in md
+    assert "unsure verdicts: triton_unstable=warn, triton_inconclusive=warn; asserted" in md
     lines = table_lines(data)
     assert any(line.startswith("fast (http)") and line.endswith("FAILED") for line in lines)
 
