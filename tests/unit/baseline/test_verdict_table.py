@@ -3,6 +3,7 @@ cell, the verdict with its cause; skipped pairs say why; inconclusive verdicts s
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from pytest_triton.baseline.measure import PairLatency
@@ -72,6 +73,16 @@ def test_an_open_answer_is_inconclusive_in_the_table_and_says_how_it_ended() -> 
     assert "⚠️ inconclusive: inconclusive: p50 |" in text
     assert "- `add`: inconclusive, neither a pass nor a fail: settled after 9 rounds" in text
     assert "⚠️ no failure against main; 1 verdict(s) INCONCLUSIVE" in text
+
+
+def test_an_open_answer_fails_the_row_under_inconclusive_fail() -> None:
+    open_answer = dataclasses.replace(latency("inconclusive", "pass"), inconclusive="fail")
+    row = VerdictRow("contracts.toml", "add", "add@main", "changed", latency=open_answer)
+    text = render_verdict([row], base="main")
+    assert row.word == "failed"  # what pytest says of the pair's items under --triton-inconclusive fail
+    assert "❌ 1 of 1 variant(s) fail against main" in text
+    assert "| ❌ failed: inconclusive: p50 |" in text
+    assert "- `add`: inconclusive, neither a pass nor a fail; failed under --triton-inconclusive fail: settled" in text
 
 
 def test_a_parity_failure_names_parity_and_skipped_pairs_say_why() -> None:
