@@ -143,8 +143,8 @@ def render_verdict(rows: Sequence[VerdictRow], *, base: str, head: str = "the wo
         figures = [_figure(results.get(m)) for m in ("p50_ms", "p99_ms", "samples_per_s")]
         lines.append("| " + " | ".join(_cell(c) for c in (name, *figures, parity, verdict)) + " |")
         if row.latency is not None and row.latency.verdict == "inconclusive":
-            failed = "; failed under --triton-inconclusive fail" if row.word == "failed" else ""
-            notes.append(f"- `{row.variant}`: inconclusive, neither a pass nor a fail{failed}: {row.latency.settled}")
+            made = "; failed under --triton-inconclusive fail" if row.word == "failed" else ""
+            notes.append(f"- `{row.variant}`: inconclusive, neither a pass nor a fail{made}: {row.latency.settled}")
         notes.extend(f"- `{row.variant}`: {note}" for note in row.notes)
     lines += ["", "Ratios are PR / base, the median of per-round ratios of base and PR measured in alternating"]
     lines += ["windows on the same runner in one run (pytest --triton-baseline). In brackets: the interval of that"]
