@@ -279,3 +279,12 @@ def test_relative_verdicts_say_inconclusive_as_pytest_does(
     assert close["status"] == "inconclusive"  # the measurement's finding, whatever the choice makes of it
     assert close["ratio_interval"][0] < 1.2 < close["ratio_interval"][1]
     assert close["rounds"] > 0
+
+
+def test_inconclusive_is_one_of_the_plugins_warnings(pytester: pytest.Pytester) -> None:
+    pytester.path.joinpath("budgets.toml").write_text(RELATIVE_BUDGETS, encoding="utf-8")
+    pytester.makepyfile(test_user=RELATIVE_TESTS)
+    args = ["-p", "no:cacheprovider", "--triton-hardware", "test-hw", "--triton-budgets", "budgets.toml", "-k", "close"]
+    result = pytester.runpytest_subprocess(*args, "-W", "error::pytest_triton.errors.PytestTritonWarning")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*TritonInconclusiveWarning: relative budget INCONCLUSIVE: close*"])
