@@ -21,6 +21,13 @@ whole family at once::
      │    ├── InferenceTimeout (TimeoutError) no reply in time
      │    └── EndpointModelError           a SageMaker container answered an error (ModelError, 424)
      └── PlacementError (AssertionError)   ONNX Runtime left nodes off the wanted provider
+
+and every warning from :class:`PytestTritonWarning` (``-W error::pytest_triton.errors.PytestTritonWarning``
+makes them fail a run; ``-W ignore::...`` silences one class)::
+
+    PytestTritonWarning (UserWarning)
+     ├── TritonUnstableWarning              a latency within budget whose measurement never settled
+     └── TritonInconclusiveWarning          a relative budget or PR verdict whose interval straddles its limit
 """
 
 from __future__ import annotations
@@ -195,6 +202,17 @@ class EndpointModelError(InferenceError):
         super().__init__(text, request=request, response=response)
 
 
-class TritonInconclusiveWarning(UserWarning):
+class PytestTritonWarning(UserWarning):
+    """Base class of every warning pytest-triton gives."""
+
+
+class TritonUnstableWarning(PytestTritonWarning):
+    """A latency result within its budget whose windows never settled: the test passes (``triton_unstable =
+    warn``), says "passed, unstable" in every report, and warns with this class so a run can filter it or make
+    it an error (``-W error::pytest_triton.errors.TritonUnstableWarning``)."""
+
+
+class TritonInconclusiveWarning(PytestTritonWarning):
     """A relative budget or PR verdict whose interval still straddles its limit after the extra rounds: neither
-    a pass nor a fail (``--triton-inconclusive fail`` makes it a failure)."""
+    a pass nor a fail; the test passes, says "inconclusive" with its interval in every report, and warns with this
+    class (``--triton-inconclusive fail`` makes it a failure)."""

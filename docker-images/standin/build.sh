@@ -7,8 +7,9 @@
 #   docker-images/standin/build.sh --print-tag  print the tag for the current inputs, build nothing
 #   docker-images/standin/build.sh --rebuild    build even if the image exists
 #
-# The tag is a hash of the inputs: this script, its folder (requirements, entry point), the Debian
-# suite and packages, and the nvidia-pytriton install (its RECORD lists every file with its sha256).
+# The tag is a hash of the inputs: this script, its folder (requirements, every package pinned and installed
+# without resolving, entry point), the Debian suite and packages, and the nvidia-pytriton install (its RECORD
+# lists every file with its sha256): two environments with the same inputs build the same image.
 # Debian updates inside one suite do not change the tag; use --rebuild to pick them up.
 # Environment: PYTHON (the Python whose nvidia-pytriton is copied; default: python3 on PATH),
 # DEBIAN_MIRROR (default http://deb.debian.org/debian), TMPDIR (the rootfs is built there).
@@ -107,7 +108,7 @@ site=$rootfs/usr/local/lib/python$image_python/dist-packages
 "$python" -m pip install --quiet --disable-pip-version-check --no-compile \
   --target "$site" --python-version "$image_python" --implementation cp \
   --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
-  --only-binary=:all: -r "$here/requirements.txt" \
+  --only-binary=:all: --no-deps -r "$here/requirements.txt" \
   || die "pip could not install requirements.txt for Python $image_python"
 
 say "tritonserver from $pytriton_dir"

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from typing import Any
 from typing import final
 
 from pytest_triton.baseline.pairs import AsDeclared
@@ -31,6 +32,7 @@ from pytest_triton.contracts.spec import Latency
 from pytest_triton.parity.tensors import ParityReport
 
 if TYPE_CHECKING:
+    from pytest_triton.bench.outcome import OutcomeWord
     from pytest_triton.bench.relative import RelativeResult
     from pytest_triton.bench.results import UnstablePolicy
     from pytest_triton.bench.session import TritonBench
@@ -70,11 +72,20 @@ class PairLatency:
     def ok(self) -> bool:
         return self.verdict == "pass" or (self.verdict == "inconclusive" and self.inconclusive != "fail")
 
+    @property
+    def word(self) -> OutcomeWord:
+        """The pair's word in every channel (:mod:`pytest_triton.bench.outcome`)."""
+        from pytest_triton.bench.outcome import outcome_word
+
+        return outcome_word(self.verdict, "warn", self.inconclusive)
+
     def message(self) -> str:
+        from pytest_triton.bench.outcome import outcome_word
+
         pair = self.pair
-        lines = [f"latency of {pair.name!r} against {pair.base_name!r}: {self.verdict.upper()}"]
+        lines = [f"latency of {pair.name!r} against {pair.base_name!r}: {self.word}"]
         for metric, result in zip(METRICS, self.results):
-            lines.append(f"- {metric}: {result.status}: {result.reason}")
+            lines.append(f"- {metric}: {outcome_word(result.status, 'warn', self.inconclusive)}: {result.reason}")
         lines.append(f"interleaved measurement: {self.settled}")
         return "\n".join(lines)
 
@@ -114,10 +125,30 @@ class PairRun:
     def run(self) -> ContractRun:
         if self._run is None:
             assert self.pair.base is not None
-            served = self.servers.serve(self.pair.base)
+            served = self._serve_base()
             reference = (AsDeclared(served.transport, self.pair.base), self.pair.base.model)
             self._run = ContractRun(self.declaration, self.servers, reference=reference)
         return self._run
+
+    def _serve_base(self) -> Any:
+        """The base's variant served; a base that cannot be served is the base's problem, not the PR's: the pair
+        is not judged (VariantUnavailable, naming the base and what to do)."""
+        from pytest_triton.contracts import VariantUnavailable
+        from pytest_triton.errors import PytestTritonError
+
+        pair = self.pair
+        assert pair.base is not None
+        try:
+            return self.servers.serve(pair.base)
+        except VariantUnavailable:
+            raise
+        except PytestTritonError as exc:
+            raise VariantUnavailable(
+                pair.base_name,
+                f"the base ({pair.label}) cannot be served here, so {pair.name!r} is not judged against it (the "
+                f"base's problem, not this change's): {exc}\n  hint: fix the base on {pair.label}, or compare with "
+                "--triton-baseline naming a ref whose repository serves",
+            ) from exc
 
     def parity(self) -> ParityOutcome:
         return self.run().parity(self.pair.name)
@@ -130,6 +161,7 @@ class PairRun:
         from pytest_triton.bench.relative import RelativeBudget
         from pytest_triton.bench.relative import evaluate_relative
         from pytest_triton.bench.relative import until_decided
+        from pytest_triton.bench.sampling import rows_of
         from pytest_triton.bench.sampling import warm_up_shapes
 
         run, pair = self.run(), self.pair
@@ -167,26 +199,28 @@ class PairRun:
             )
             for metric in METRICS
         }
-        # the latency run also decides samples/s where both are measured at one batch size
-        one_run = latency.throughput_batch_size == latency.batch_size
-        on_latency = [b for m, b in budgets.items() if m != "samples_per_s" or one_run]
         started = time.monotonic()
+        # rows as sent: a model that does not batch sends one sample per request at any asked batch size
+        rows = rows_of(calls[pair.name][latency.batch_size], latency.batch_size)
+        rate_rows = rows_of(calls[pair.name][latency.throughput_batch_size], latency.throughput_batch_size)
+        # the latency run also decides samples/s where both send the same rows
+        on_latency = [b for m, b in budgets.items() if m != "samples_per_s" or rate_rows == rows]
         runs = {
             "latency": measure_interleaved(
                 {k: own[latency.batch_size] for k, own in calls.items()},
-                batch_size=latency.batch_size,
+                batch_size=rows,
                 policy=policy,
                 clock=clock,
                 looks=LOOKS,
                 decided=until_decided([b for b in on_latency if b.allowed_ratio() is not None], LOOKS),
             )
         }
-        if not one_run:
+        if rate_rows != rows:
             left = max(bench.verdict_seconds - (time.monotonic() - started), 1.0)
             rate = budgets["samples_per_s"]
             runs["rate"] = measure_interleaved(
                 {k: own[latency.throughput_batch_size] for k, own in calls.items()},
-                batch_size=latency.throughput_batch_size,
+                batch_size=rate_rows,
                 policy=dataclasses.replace(policy, max_seconds=left),
                 clock=clock,
                 looks=LOOKS,

@@ -22,7 +22,13 @@ __all__ = ["MARKER", "VerdictRow", "render_verdict", "write_verdict"]
 
 MARKER = "<!-- pytest-triton verdict -->"
 
-_SYMBOL = {"pass": "✅ pass", "fail": "❌ FAIL", "inconclusive": "⚠️ INCONCLUSIVE", "skipped": "➖ skipped"}
+# the words of pytest_triton.bench.outcome, as pytest's outcome of the pair's items says them
+_SYMBOL = {
+    "passed": "✅ passed",
+    "failed": "❌ failed",
+    "inconclusive": "⚠️ inconclusive",
+    "skipped": "➖ skipped",
+}
 
 
 @final
@@ -56,6 +62,14 @@ class VerdictRow:
             if worst in verdicts:
                 return worst
         return "pass"
+
+    @property
+    def word(self) -> str:
+        """The row's word, the one its items' pytest outcome agrees with: an inconclusive pair fails only under
+        ``triton_inconclusive = fail``."""
+        if self.verdict == "inconclusive":
+            return "inconclusive" if self.latency is None or self.latency.ok else "failed"
+        return {"pass": "passed", "fail": "failed"}.get(self.verdict, "skipped")
 
     def cause(self) -> str:
         """What decided a failing or inconclusive verdict, in words."""
@@ -99,8 +113,8 @@ def _cell(text: str) -> str:
 
 def render_verdict(rows: Sequence[VerdictRow], *, base: str, head: str = "the working tree", where: str = "") -> str:
     """The whole comment: the marker, a headline, the table and the notes (skips, open answers)."""
-    failed = [r for r in rows if r.verdict == "fail"]
-    inconclusive = [r for r in rows if r.verdict == "inconclusive"]
+    failed = [r for r in rows if r.word == "failed"]
+    inconclusive = [r for r in rows if r.word == "inconclusive"]
     if failed:
         headline = f"❌ {len(failed)} of {len(rows)} variant(s) fail against {base}"
     elif inconclusive:
@@ -118,8 +132,8 @@ def render_verdict(rows: Sequence[VerdictRow], *, base: str, head: str = "the wo
         parity = row.parity_text or "–"
         if row.parity_ok is not None:
             parity = f"{'✅' if row.parity_ok else '❌'} {parity}"
-        verdict = _SYMBOL[row.verdict]
-        if row.verdict in ("fail", "inconclusive") and row.cause():
+        verdict = _SYMBOL[row.word]
+        if row.word != "passed" and row.cause():
             verdict += f": {row.cause()}"
         name = f"`{row.variant}`" + (f" ({row.contracts})" if len({r.contracts for r in rows}) > 1 else "")
         if row.verdict == "skipped":
@@ -129,7 +143,8 @@ def render_verdict(rows: Sequence[VerdictRow], *, base: str, head: str = "the wo
         figures = [_figure(results.get(m)) for m in ("p50_ms", "p99_ms", "samples_per_s")]
         lines.append("| " + " | ".join(_cell(c) for c in (name, *figures, parity, verdict)) + " |")
         if row.latency is not None and row.latency.verdict == "inconclusive":
-            notes.append(f"- `{row.variant}`: INCONCLUSIVE, neither a pass nor a fail: {row.latency.settled}")
+            made = "; failed under --triton-inconclusive fail" if row.word == "failed" else ""
+            notes.append(f"- `{row.variant}`: inconclusive, neither a pass nor a fail{made}: {row.latency.settled}")
         notes.extend(f"- `{row.variant}`: {note}" for note in row.notes)
     lines += ["", "Ratios are PR / base, the median of per-round ratios of base and PR measured in alternating"]
     lines += ["windows on the same runner in one run (pytest --triton-baseline). In brackets: the interval of that"]

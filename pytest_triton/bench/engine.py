@@ -15,13 +15,16 @@ types, shapes, batching, instance group, providers) whose ONNX graph does no wor
 ``ConstantOfShape`` of the request's batch) is written beside the adapted model in the server's staged
 repository, loaded on the same server, and timed interleaved with the row's model, the same request through the
 same client (:class:`Calibration`). What it measures is the hand-over and the transport; Triton's native
-onnxruntime backend does not pay the hand-over (it runs ONNX Runtime in the server process).
+onnxruntime backend does not pay the hand-over (it runs ONNX Runtime in the server process). An ensemble row
+whose steps are adapted gets a calibration ensemble: the same steps, each adapted one calling its calibration
+model, so its calibration is the row without ONNX Runtime's work (the other steps still run).
 """
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,10 +34,13 @@ from typing import final
 __all__ = [
     "BUDGET_PATHS",
     "CALIBRATION_SUFFIX",
+    "UNNAMED",
     "Calibration",
     "Engine",
     "EnginePath",
+    "engine_at",
     "engine_of",
+    "write_calibration_ensemble",
     "write_calibration_model",
 ]
 
@@ -65,7 +71,8 @@ class Calibration:
     def describe(self) -> str:
         infer = f", server infer {self.server_infer_us:.0f} µs" if self.server_infer_us is not None else ""
         return (
-            f"adapter calibration (a no-work model of the same I/O through the same adapter, interleaved): "
+            f"adapter calibration (the row's request to a copy whose ONNX models do no work, through the same "
+            f"adapter, interleaved): "
             f"p50 {self.p50_ms:.3f} ms{infer}, {self.share:.0%} of the row's p50; {NATIVE_STATEMENT}"
         )
 
@@ -101,28 +108,91 @@ def engine_of(server: Any, model: str, *, calibrate: bool = True) -> Engine:
     if prepared is None:
         return Engine("unknown", f"{type(server).__name__} does not say how it serves its models")
     adapted = {a.name: a for a in prepared.adapted}
+    steps: list[str] = []
     if model not in adapted:
         steps = sorted(set(_ensemble_steps(Path(prepared.folder), model)) & set(adapted))
-        if steps:
-            return Engine(
-                "adapter",
-                f"ensemble {model}: its step(s) {', '.join(steps)} served by the python-backend ONNX Runtime adapter",
-                calibration_missing=f"an ensemble row: the row serving {steps[0]} carries the adapter's calibration",
-            )
-        return Engine("native", f"{model} is served by the backend its config names (nothing adapted)")
-    reason = adapted[model].describe()
+        if not steps:
+            return Engine("native", f"{model} is served by the backend its config names (nothing adapted)")
+        reason = f"ensemble {model}: its step(s) {', '.join(steps)} served by the python-backend ONNX Runtime adapter"
+    else:
+        reason = adapted[model].describe()
     if not calibrate:
-        return Engine("adapter", reason, calibration_missing="calibration not asked for")
+        return Engine(
+            "adapter",
+            reason,
+            calibration_missing="calibration not measured (a side-by-side row: measure it alone for its calibration)",
+        )
     control = getattr(server, "control", None)
     if control is None:
         missing = f"{type(server).__name__} has no model control: no calibration model can be loaded beside the row"
         return Engine("adapter", reason, calibration_missing=missing)
     try:
-        name = write_calibration_model(Path(prepared.folder), model)
+        if steps:  # the same ensemble with its adapted steps' no-work models: the row without ONNX Runtime's work
+            for step in steps:
+                control.load(write_calibration_model(Path(prepared.folder), step))
+            name = write_calibration_ensemble(Path(prepared.folder), model, steps)
+        else:
+            name = write_calibration_model(Path(prepared.folder), model)
         control.load(name)
     except Exception as exc:  # the row is still measured and marked; the report says why it has no calibration
         return Engine("adapter", reason, calibration_missing=f"calibration model not loaded: {exc}"[:400])
     return Engine("adapter", reason, calibration_model=name)
+
+
+UNNAMED = "measured without http_url= and model=: which server ran it, and how, is not known"
+
+
+def engine_at(servers: Sequence[Any], http_url: str, model: str, rows: int, *, calibrate: bool = True) -> Engine:
+    """The engine path of ``model`` on the server at ``http_url``, for a row measured through the fixture API
+    (``triton_bench.measure(call, http_url=..., model=...)``), whose request the bench cannot replay.
+
+    A server among ``servers`` (the ones this session started) says how it serves the model; on the adapter
+    path (with ``calibrate``) the calibration model gets a request of ``rows`` rows of zeros at the model's
+    declared shapes (a free axis: length 1). Any other server is ``unknown``, with that reason.
+    """
+    wanted = http_url.rstrip("/")
+    for server in servers:
+        urls = getattr(server, "urls", None)
+        if urls is None or not urls.http or urls.http.rstrip("/") != wanted:
+            continue
+        engine = engine_of(server, model, calibrate=calibrate)
+        if engine.calibration_model is not None:
+            engine = engine.with_call(_zeros_call(server.transport("http"), engine.calibration_model, rows))
+        return engine
+    return Engine("unknown", f"{http_url} is not a server this session started: how it serves {model} is not known")
+
+
+def _zeros_call(transport: Any, model: str, rows: int) -> Callable[[], object]:
+    """One request of zeros to ``model`` at its declared shapes: ``rows`` on a batch axis, 1 on a free one."""
+    import numpy as np
+
+    from pytest_triton.dtypes import BY_KSERVE
+
+    tensors = {}
+    for spec in transport.input_specs(model):
+        shape = [rows if i == 0 and d == -1 else max(d, 1) for i, d in enumerate(spec.shape)]
+        tensors[spec.name] = np.zeros(shape, dtype=BY_KSERVE[spec.datatype].numpy or "float32")
+    return lambda: transport.infer(model, tensors, [])
+
+
+def write_calibration_ensemble(folder: Path, ensemble: str, adapted: Sequence[str]) -> str:
+    """Write the calibration of ``ensemble`` into the staged repository ``folder``: its config under a new name,
+    each step that calls an ``adapted`` model calling that model's calibration model instead (written before);
+    its name."""
+    from pytest_triton.config import read_config
+    from pytest_triton.config import write_config
+
+    config = read_config(folder / ensemble / "config.pbtxt").message
+    name = ensemble + CALIBRATION_SUFFIX
+    dest = folder / name
+    shutil.rmtree(dest, ignore_errors=True)
+    (dest / "1").mkdir(parents=True)  # an ensemble's version folder is empty, but Triton needs one
+    config.name = name
+    for step in config.ensemble_scheduling.step:
+        if step.model_name in adapted:
+            step.model_name += CALIBRATION_SUFFIX
+    write_config(config, dest / "config.pbtxt")
+    return name
 
 
 def _ensemble_steps(folder: Path, model: str) -> list[str]:

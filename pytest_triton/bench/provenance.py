@@ -64,6 +64,7 @@ class Provenance:
     load_average: tuple[float, ...] = ()
     cpu_count: int | None = None
     unstable: str = "warn"
+    inconclusive: str = "warn"
     enforcement: str = ""
 
     def lines(self) -> list[str]:
@@ -73,7 +74,8 @@ class Provenance:
             f"{self.date}, commit {self.commit or 'not in git'}",
             f"hardware {self.hardware} ({self.cpu_count} CPUs), load average {load} (1/5/15 min, at the report)",
             f"server {self.triton or 'not queried'}, {versions}, Python {self.python}",
-            f"unstable measurements: triton_unstable={self.unstable}; {self.enforcement}",
+            f"unsure verdicts: triton_unstable={self.unstable}, triton_inconclusive={self.inconclusive}; "
+            f"{self.enforcement}",
         ]
 
     def as_dict(self) -> dict[str, Any]:
@@ -83,7 +85,13 @@ class Provenance:
 
 
 def collect_provenance(
-    hardware: str, *, root: Path | None = None, triton: str | None = None, unstable: str = "warn", enforcement: str = ""
+    hardware: str,
+    *,
+    root: Path | None = None,
+    triton: str | None = None,
+    unstable: str = "warn",
+    inconclusive: str = "warn",
+    enforcement: str = "",
 ) -> Provenance:
     """Gather the provenance now (``root``: the folder whose git commit is reported, default the working one)."""
     return Provenance(
@@ -99,5 +107,6 @@ def collect_provenance(
         load_average=load_average(),
         cpu_count=os.cpu_count(),
         unstable=unstable,
+        inconclusive=inconclusive,
         enforcement=enforcement,
     )

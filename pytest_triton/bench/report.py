@@ -17,23 +17,29 @@ from pathlib import Path
 from typing import Any
 from typing import final
 
+from pytest_triton.bench.outcome import OutcomeWord
+from pytest_triton.bench.outcome import outcome_word
 from pytest_triton.bench.parity_record import ParityRecord
 from pytest_triton.bench.provenance import Provenance
 from pytest_triton.bench.relative import RelativeResult
+from pytest_triton.bench.results import UnstablePolicy
 from pytest_triton.bench.results import VariantResult
 
 __all__ = [
     "ReportData",
     "calibration_cell",
+    "inconclusive_policy",
     "parity_lines",
     "parity_row",
     "path_lines",
     "relative_lines",
+    "relative_word",
     "short_verdict",
     "table_lines",
     "to_json",
     "to_markdown",
     "to_svg",
+    "unstable_policy",
     "verdict_text",
     "write_report",
 ]
@@ -117,15 +123,16 @@ def path_lines(result: VariantResult) -> list[str]:
     return lines
 
 
-def short_verdict(result: VariantResult) -> str:
-    """One word for a narrow cell: PASS, FAIL, UNSTABLE, REPORT-ONLY, NOT-COMPARABLE or SKIPPED (details below)."""
-    return result.verdict.status.upper()
+def short_verdict(result: VariantResult, unstable: UnstablePolicy = "warn") -> str:
+    """One word for a narrow cell, the one every channel uses (:mod:`pytest_triton.bench.outcome`): PASSED,
+    FAILED, PASSED, UNSTABLE, REPORT-ONLY, NOT-COMPARABLE or SKIPPED (details below)."""
+    return outcome_word(result.verdict.status, unstable, "warn").upper()  # an absolute budget is never inconclusive
 
 
-def verdict_text(result: VariantResult) -> str:
-    """The verdict with its detail: PASS, FAIL: <failed checks>, UNSTABLE: ..., REPORT-ONLY ..., SKIPPED: ..."""
+def verdict_text(result: VariantResult, unstable: UnstablePolicy = "warn") -> str:
+    """The verdict's word with its detail: PASSED, FAILED: <failed checks>, PASSED, UNSTABLE: ..., REPORT-ONLY ..."""
     v = result.verdict
-    label = v.status.upper()
+    label = short_verdict(result, unstable)
     if v.status == "pass":
         unmeasured = [c.metric for c in v.checks if c.ok is None]
         return label + (f" ({', '.join(unmeasured)} not measured)" if unmeasured else "")
@@ -136,7 +143,18 @@ def verdict_text(result: VariantResult) -> str:
     return f"{label}: {v.reason}"
 
 
-def _row(result: VariantResult) -> list[str]:
+def unstable_policy(data: ReportData) -> UnstablePolicy:
+    """The session's ``triton_unstable`` choice the report's words follow (``warn`` when not recorded)."""
+    return "fail" if data.provenance is not None and data.provenance.unstable == "fail" else "warn"
+
+
+def inconclusive_policy(data: ReportData) -> UnstablePolicy:
+    """The session's ``triton_inconclusive`` choice the relative budgets' words follow (``warn`` when not
+    recorded)."""
+    return "fail" if data.provenance is not None and data.provenance.inconclusive == "fail" else "warn"
+
+
+def _row(result: VariantResult, unstable: UnstablePolicy = "warn") -> list[str]:
     s = result.latency
     return [
         result.variant,
@@ -149,18 +167,23 @@ def _row(result: VariantResult) -> list[str]:
         _rate(result),
         _split(result),
         result.budget.describe() if result.budget else "-",
-        verdict_text(result),
+        verdict_text(result, unstable),
     ]
 
 
-def _relative_row(r: RelativeResult) -> list[str]:
+def _relative_row(r: RelativeResult, inconclusive: UnstablePolicy = "warn") -> list[str]:
     b = r.budget
     unit = "/s" if b.is_rate else " ms"
     ratio = "-" if r.ratio is None else f"{r.ratio:.3f}×" + ("" if r.interval is None else f" {r.interval_text()}")
     added = "-" if r.added is None else f"{r.added:+.2f}{unit}"
     mine = "-" if r.variant_value is None else f"{b.variant} {r.variant_value:.2f}{unit}"
     theirs = "-" if r.baseline_value is None else f"{b.baseline} {r.baseline_value:.2f}{unit}"
-    return [b.label, mine, theirs, ratio, added, b.describe(), r.status.upper()]
+    return [b.label, mine, theirs, ratio, added, b.describe(), relative_word(r, inconclusive).upper()]
+
+
+def relative_word(r: RelativeResult, inconclusive: UnstablePolicy) -> OutcomeWord:
+    """A relative budget's word (:mod:`pytest_triton.bench.outcome`): its interval never leaves it unstable."""
+    return outcome_word(r.status, "warn", inconclusive)
 
 
 def parity_row(p: ParityRecord) -> list[str]:
@@ -173,7 +196,7 @@ def parity_row(p: ParityRecord) -> list[str]:
         f"{max((o.max_rel_error for o in p.outputs), default=0.0):.3g}",
         worst.worst_text() if worst else "-",
         p.labels_text(),
-        "PASS" if p.ok else "FAIL",
+        "PASSED" if p.ok else "FAILED",
     ]
 
 
@@ -190,9 +213,9 @@ def _aligned(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]
     return lines
 
 
-def relative_lines(relative: Sequence[RelativeResult]) -> list[str]:
+def relative_lines(relative: Sequence[RelativeResult], inconclusive: UnstablePolicy = "warn") -> list[str]:
     """The relative-budget table (empty when there are none)."""
-    return _aligned(RELATIVE_COLUMNS, [_relative_row(r) for r in relative]) if relative else []
+    return _aligned(RELATIVE_COLUMNS, [_relative_row(r, inconclusive) for r in relative]) if relative else []
 
 
 def parity_lines(parity: Sequence[ParityRecord]) -> list[str]:
@@ -200,11 +223,18 @@ def parity_lines(parity: Sequence[ParityRecord]) -> list[str]:
     return _aligned(PARITY_COLUMNS, [parity_row(p) for p in parity]) if parity else []
 
 
-def table_lines(data: ReportData | Sequence[VariantResult]) -> list[str]:
-    """Aligned text tables (latency, relative budgets, parity), then a line per note."""
+def table_lines(
+    data: ReportData | Sequence[VariantResult],
+    unstable: UnstablePolicy | None = None,
+    inconclusive: UnstablePolicy | None = None,
+) -> list[str]:
+    """Aligned text tables (latency, relative budgets, parity), then a line per note; the verdicts' words under
+    ``unstable`` and ``inconclusive`` (default: the provenance's choices)."""
     data = _data(data)
+    unstable = unstable or unstable_policy(data)
+    inconclusive = inconclusive or inconclusive_policy(data)
     results = data.results
-    lines = _aligned(COLUMNS, [_row(r) for r in results]) if results else []
+    lines = _aligned(COLUMNS, [_row(r, unstable) for r in results]) if results else []
     hardware = sorted({r.hardware for r in results})
     if hardware:
         lines.append(f"hardware: {', '.join(hardware)}; latencies in ms at concurrency 1")
@@ -219,7 +249,7 @@ def table_lines(data: ReportData | Sequence[VariantResult]) -> list[str]:
         lines.extend(f"{r.variant}: {line}" for line in path_lines(r))
         lines.extend(f"{r.variant}: {note}" for note in r.notes)
     if data.relative:
-        lines += ["", *relative_lines(data.relative)]
+        lines += ["", *relative_lines(data.relative, inconclusive)]
         lines += [f"{r.budget.label}: {r.reason}" for r in data.relative if r.status != "pass"]
     if data.parity:
         lines += ["", *parity_lines(data.parity)]
@@ -227,13 +257,15 @@ def table_lines(data: ReportData | Sequence[VariantResult]) -> list[str]:
 
 
 def to_json(data: ReportData | Sequence[VariantResult]) -> dict[str, Any]:
-    """Everything, samples included (see :meth:`VariantResult.as_dict`)."""
+    """Everything, samples included (see :meth:`VariantResult.as_dict`); each result and relative budget with
+    its ``outcome``, the word every channel uses (:mod:`pytest_triton.bench.outcome`)."""
     data = _data(data)
+    unstable, inconclusive = unstable_policy(data), inconclusive_policy(data)
     return {
         "version": REPORT_VERSION,
         "provenance": data.provenance.as_dict() if data.provenance else None,
-        "results": [r.as_dict() for r in data.results],
-        "relative": [r.as_dict() for r in data.relative],
+        "results": [{**r.as_dict(), "outcome": outcome_word(r.verdict.status, unstable, "warn")} for r in data.results],
+        "relative": [{**r.as_dict(), "outcome": relative_word(r, inconclusive)} for r in data.relative],
         "parity": [p.as_dict() for p in data.parity],
         "explanations": list(data.explanations),
         "contracts": [dict(o) for o in data.contracts],
@@ -250,8 +282,9 @@ def _md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str
     return lines + ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
 
 
-def _variant_details(r: VariantResult) -> list[str]:
-    lines = [f"### {r.variant} ({r.hardware})", "", f"- verdict: **{r.verdict.status.upper()}**: {r.verdict.reason}"]
+def _variant_details(r: VariantResult, unstable: UnstablePolicy) -> list[str]:
+    word = short_verdict(r, unstable)
+    lines = [f"### {r.variant} ({r.hardware})", "", f"- verdict: **{word}**: {r.verdict.reason}"]
     lines += [f"- {line}" for line in path_lines(r)]
     if r.budget is not None:
         on = f", written on the {r.budget.path} path" if r.budget.path else ", engine path not stated"
@@ -287,17 +320,18 @@ def _variant_details(r: VariantResult) -> list[str]:
 def to_markdown(data: ReportData | Sequence[VariantResult]) -> str:
     """Tables with short verdict cells, then the details of every verdict, the provenance and how to read it."""
     data = _data(data)
+    unstable, inconclusive = unstable_policy(data), inconclusive_policy(data)
     lines = ["# Contract report", ""]
     if data.provenance is not None:
         lines += [f"- {line}" for line in data.provenance.lines()] + [""]
     if data.results:
-        rows = [[*_row(r)[:-1], short_verdict(r)] for r in data.results]
+        rows = [[*_row(r)[:-1], short_verdict(r, unstable)] for r in data.results]
         lines += ["## Latency", "", *_md_table(COLUMNS, rows), ""]
     if data.relative:
-        rows = [_relative_row(r) for r in data.relative]
+        rows = [_relative_row(r, inconclusive) for r in data.relative]
         lines += ["## Relative budgets (measured side by side)", "", *_md_table(RELATIVE_COLUMNS, rows), ""]
         for r in data.relative:
-            lines.append(f"- {r.budget.label}: **{r.status.upper()}**: {r.reason}")
+            lines.append(f"- {r.budget.label}: **{relative_word(r, inconclusive).upper()}**: {r.reason}")
             if r.stability:
                 lines.append(f"  - stability: {r.stability}")
             lines.append(f"  - source: {r.budget.source}")
@@ -317,7 +351,7 @@ def to_markdown(data: ReportData | Sequence[VariantResult]) -> str:
     if data.results:
         lines += ["## Verdicts in detail", ""]
         for result in data.results:
-            lines += _variant_details(result)
+            lines += _variant_details(result, unstable)
     if data.explanations:
         lines += ["## Reading this report", ""]
         lines += [f"- {text}" for text in data.explanations] + [""]

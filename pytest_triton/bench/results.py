@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from pytest_triton.bench.relative import RelativeResult
 from pytest_triton.bench.sampling import Measurement
 from pytest_triton.bench.server_stats import ServerSplit
 from pytest_triton.bench.stats import LatencyStats
+from pytest_triton.errors import TritonUnstableWarning
 
 __all__ = [
     "UNSTABLE_CHOICES",
@@ -232,10 +234,14 @@ def assert_contracts(
 
     An unstable measurement within budget fails only with ``unstable="fail"``; over budget it fails always.
     An INCONCLUSIVE relative budget fails only with ``inconclusive="fail"``.
-    Report-only, skipped and not-measured results pass (they are shown in the report as what they are).
+    Report-only, skipped and not-measured results pass (they are shown in the report as what they are); an
+    unstable one that passes warns with :class:`~pytest_triton.errors.TritonUnstableWarning`.
     """
     __tracebackhide__ = True
     lines = [line for r in results for line in _failures(r, unstable)]
     lines += [line for r in relative for line in _relative_failures(r, inconclusive)]
     if lines:
         raise AssertionError("\n".join(lines))
+    unsettled = [f"{r.variant}: {r.verdict.reason}" for r in results if r.verdict.status == "unstable"]
+    if unsettled:  # passed, unstable: the plugin's own warning class, filterable and -W error able
+        warnings.warn(TritonUnstableWarning("passed, unstable: " + "; ".join(unsettled)), stacklevel=3)

@@ -45,11 +45,13 @@ __all__ = [
     "Clients",
     "Clock",
     "Measurement",
+    "SentRequest",
     "WarmupRecord",
     "Window",
     "WindowPolicy",
     "is_stable",
     "measure",
+    "rows_of",
     "run_window",
     "spread",
     "warm_up",
@@ -185,6 +187,28 @@ def is_stable(windows: Sequence[Window], threshold: float) -> tuple[bool, str]:
     rate = spread([w.samples_per_s for w in windows])
     text = f"last {len(windows)} windows: p50 spread {p50:.1%}, throughput spread {rate:.1%} (limit {threshold:.0%})"
     return p50 <= threshold and rate <= threshold, text
+
+
+@final
+@dataclass(frozen=True)
+class SentRequest:
+    """One prepared request and the rows (samples) it carries, read from the tensors it sends: a model that
+    does not batch takes one sample per request whatever batch size was asked for, and samples/s counts these
+    rows, never a setting."""
+
+    send: Callable[[], object]
+    rows: int
+
+    def __call__(self) -> object:
+        return self.send()
+
+
+def rows_of(call: Callable[[], object], asked: int) -> int:
+    """The rows each request of ``call`` sends: a :class:`SentRequest`'s own count (also inside
+    :class:`Clients`), else ``asked`` (a caller's own call: its batch size is what the caller says it sends)."""
+    if isinstance(call, Clients):
+        call = call.calls[0]
+    return call.rows if isinstance(call, SentRequest) else asked
 
 
 @final

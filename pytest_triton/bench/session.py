@@ -30,8 +30,10 @@ from pytest_triton.bench.calibrated import CALIBRATION
 from pytest_triton.bench.calibrated import measure_calibrated
 from pytest_triton.bench.decision import LOOKS
 from pytest_triton.bench.decision import VERDICT_SECONDS
+from pytest_triton.bench.engine import UNNAMED
 from pytest_triton.bench.engine import Calibration
 from pytest_triton.bench.engine import Engine
+from pytest_triton.bench.engine import engine_at
 from pytest_triton.bench.interleave import Interleaved
 from pytest_triton.bench.interleave import Settle
 from pytest_triton.bench.interleave import measure_interleaved
@@ -120,6 +122,9 @@ class TritonBench:
         # contracts' own budget files, by path: the file and the variants held to it
         self.declared_budgets: dict[Path, tuple[BudgetFile, list[str]]] = {}
         self.late: list[tuple[int, LateNote]] = []  # (index in results, what to read at the session's end)
+        # the servers this session started (the plugin shares its factory's list): a row measured at one of their
+        # URLs gets its engine path from the server
+        self.servers: Sequence[Any] = ()
 
     @property
     def hardware_policy(self) -> HardwarePolicy:
@@ -264,6 +269,8 @@ class TritonBench:
         kwargs: dict[str, Any] = {"clock": self.clock} if self.clock else {}
         if http_url is not None:
             self._note_server(http_url)
+            if engine is None and model is not None:
+                engine = engine_at(self.servers, http_url, model, batch_size)
         shapes: dict[Hashable, Callable[[], object]] = {batch_size: call}
         if throughput_call is not None:
             shapes[throughput_batch_size] = throughput_call
@@ -310,7 +317,7 @@ class TritonBench:
             notes=notes,
             load_average=load_average(),
             path=engine.path if engine is not None else "unknown",
-            engine_reason=engine.reason if engine is not None else "",
+            engine_reason=engine.reason if engine is not None else UNNAMED,
             calibration=calibration,
             calibration_missing=engine.calibration_missing if engine is not None else "",
         )
@@ -404,6 +411,10 @@ class TritonBench:
                 **clock,
             )
         names = list(calls)
+        engines = dict(engines or {})
+        for name, (url, model) in with_http.items():  # a side-by-side row of the fixture API says its path too
+            if name not in engines and model is not None:
+                engines[name] = engine_at(self.servers, url, model, batch, calibrate=False)
         results = []
         for name in names:
             rate_run: Measurement | None = rate.measurements.get(name) if rate else None
@@ -419,9 +430,9 @@ class TritonBench:
                     notes=(notes or {}).get(name, ()),
                     load_average=load_average(),
                     interleaved_with=[n for n in names if n != name],
-                    path=engines[name].path if engines and name in engines else "unknown",
-                    engine_reason=engines[name].reason if engines and name in engines else "",
-                    calibration_missing=engines[name].calibration_missing if engines and name in engines else "",
+                    path=engines[name].path if name in engines else "unknown",
+                    engine_reason=engines[name].reason if name in engines else UNNAMED,
+                    calibration_missing=engines[name].calibration_missing if name in engines else "",
                 )
             )
         relative = self._relative(latency, rate, results)
@@ -523,6 +534,7 @@ class TritonBench:
             root=root,
             triton=self.triton_version,
             unstable=self.unstable,
+            inconclusive=self.inconclusive,
             enforcement=self.enforcement_text(),
         )
         return ReportData(
@@ -534,7 +546,8 @@ class TritonBench:
         if not (self.results or self.parity):
             return []
         data = ReportData(tuple(self.results), tuple(self.relative), tuple(self.parity))
-        return [*table_lines(data), self.enforcement_text() + f"; triton_unstable={self.unstable}"]
+        choices = f"; triton_unstable={self.unstable}, triton_inconclusive={self.inconclusive}"
+        return [*table_lines(data, self.unstable, self.inconclusive), self.enforcement_text() + choices]
 
     def write_report(self, path_prefix: str | Path, *, root: Path | None = None) -> list[Path]:
         return write_report(self.report(root), path_prefix)

@@ -3,13 +3,19 @@
 Why not matplotlib: it is a large optional dependency, and the report must render the same in a browser, a CI
 artifact viewer and a converter (cairosvg, rsvg, chromium). Text is the only thing an SVG cannot measure, so
 every label here is in a monospace font, whose advance width is a fixed fraction of the font size (DejaVu Sans
-Mono, Liberation Mono, Menlo and Consolas: 0.60 em); widths are computed with a margin above that (``_EM``),
-long text is wrapped to the picture's width and columns grow with their longest label.
+Mono, Liberation Mono, Menlo and Consolas: 0.60 em); widths are computed with a margin above that, rounded up
+to whole pixels as a hinting renderer draws them (:func:`_advance`); long text is wrapped to the picture's
+width, a line that must stay on one row gets a smaller font and then a cut ("…", its detail is below), and
+label columns grow with their longest label up to a share of the width. tests/unit/bench/test_svg_render.py
+renders the picture with cairosvg and finds no ink outside the canvas.
 
-Panels: the latency of every variant on one shared axis from 0 (p50, p90, p95, p99 markers; below each variant
-its budget: the limit as a tick and the tolerance as a band), samples/s at the throughput batch size on a
-second shared axis (the budget's minimum, its band below it), the relative budgets as ratios (1.0 = the
-baseline), the parity comparisons, then every verdict's detail and the notes, wrapped.
+Panels: the latency of every variant on one shared axis (p50, p90, p95, p99 markers and the adapter calibration's
+p50; below each variant its budget: the limit as a tick and the tolerance as a band), samples/s at the
+throughput batch size on a second shared axis (the budget's minimum, its band below it), the relative budgets as
+ratios (1.0 = the baseline; where a variant's figure there differs from the latency panel's, both are given:
+one was measured side by side, the other alone), the parity comparisons, then every verdict's detail and the
+notes, wrapped. An axis is logarithmic where its rows are more than 20x apart (a linear one would draw the small
+ones as slivers), and says so. Every mark has its legend line.
 """
 
 from __future__ import annotations
@@ -21,10 +27,15 @@ from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
 from xml.sax.saxutils import quoteattr
 
+from pytest_triton.bench.outcome import OUTCOME_OF
 from pytest_triton.bench.report import PARITY_COLUMNS
+from pytest_triton.bench.report import inconclusive_policy
 from pytest_triton.bench.report import parity_row
 from pytest_triton.bench.report import path_lines
+from pytest_triton.bench.report import relative_word
 from pytest_triton.bench.report import short_verdict
+from pytest_triton.bench.report import unstable_policy
+from pytest_triton.bench.results import UnstablePolicy
 from pytest_triton.bench.results import VariantResult
 
 if TYPE_CHECKING:
@@ -36,13 +47,15 @@ __all__ = ["render"]
 _W = 1000
 _MARGIN = 16
 _EM = 0.64  # width of one monospace character per unit of font size, with margin (fonts measure 0.60)
+_MIN_SIZE = 7.0  # the smallest font a long line shrinks to before it is cut
+_LABEL_SHARE = 0.35  # the most of the width a row label may take: the axis keeps the rest
 _FONT = "DejaVu Sans Mono, Menlo, Consolas, Liberation Mono, monospace"
 _PCT_COLORS = {50: "#1f77b4", 90: "#2ca02c", 95: "#ff7f0e", 99: "#d62728"}
-_VERDICT_COLORS = {
-    "PASS": "#2ca02c",
-    "FAIL": "#d62728",
-    "UNSTABLE": "#ff7f0e",
-    "INCONCLUSIVE": "#ff7f0e",
+_VERDICT_COLORS = {  # the words of pytest_triton.bench.outcome
+    "PASSED": "#2ca02c",
+    "FAILED": "#d62728",
+    "PASSED, UNSTABLE": "#ff7f0e",
+    "INCONCLUSIVE": "#e6a100",
     "REPORT-ONLY": "#4c6a8a",
     "NOT-COMPARABLE": "#8a6d3b",
     "SKIPPED": "#7f7f7f",
@@ -50,12 +63,24 @@ _VERDICT_COLORS = {
 }
 
 
+def _advance(size: float) -> float:
+    """One character's width at ``size``: a renderer that hints glyphs rounds each advance up to whole pixels
+    (cairo draws DejaVu Sans Mono at 7.5 px 5 px apart, 0.67 em), which small fonts feel most."""
+    return max(size * _EM, math.ceil(size * 0.602))
+
+
 def _width(text: str, size: float) -> float:
-    return len(text) * size * _EM
+    return len(text) * _advance(size)
 
 
 def _chars(width: float, size: float) -> int:
-    return max(10, int(width / (size * _EM)))
+    return max(10, int(width / _advance(size)))
+
+
+def _cut(text: str, width: float, size: float) -> str:
+    """``text`` cut with "…" to fit ``width`` at ``size``."""
+    fits = max(int(width / _advance(size)), 2)
+    return text if len(text) <= fits else text[: fits - 1] + "…"
 
 
 class _Canvas:
@@ -80,6 +105,16 @@ class _Canvas:
         if end:
             attrs += ' text-anchor="end"'
         self.parts.append(f"<text {attrs}>{escape(text)}</text>")
+
+    def fitted(self, x: float, y: float, text: str, *, size: float = 9, color: str = "#555") -> None:
+        """``text`` from ``x`` to the right margin: a smaller font where it is long, then cut with "…" (the
+        details below keep every word): never drawn past the edge."""
+        room = _W - _MARGIN - x
+        while _width(text, size) > room and size > _MIN_SIZE:
+            size -= 0.5
+        if _width(text, size) > room:
+            text = text[: max(_chars(room, size) - 1, 1)] + "…"
+        self.text(x, y, text, size=size, color=color)
 
     def wrapped(
         self, text: str, *, size: float = 11, color: str = "#222", indent: float = 0, bold: bool = False
@@ -118,28 +153,49 @@ def _nice_max(value: float) -> float:
 
 
 class _Axis:
-    """A shared horizontal axis from 0 to ``hi`` between ``x0`` and ``x1``."""
+    """A shared horizontal axis between ``x0`` and ``x1`` for values up to ``hi``: linear from 0, or logarithmic
+    where the smallest positive value ``lo`` is below a twentieth of ``hi`` (a linear axis would draw it as a
+    sliver), from the decade at or below ``lo``."""
 
-    def __init__(self, x0: float, x1: float, hi: float) -> None:
+    def __init__(self, x0: float, x1: float, hi: float, lo: float | None = None) -> None:
         self.x0, self.x1, self.hi = x0, x1, _nice_max(hi * 1.05)
+        self.log = lo is not None and 0 < lo < self.hi / 20
+        self.lo = 10 ** math.floor(math.log10(lo)) if self.log and lo is not None else 0.0
 
     def x(self, value: float) -> float:
-        return self.x0 + min(max(value, 0.0), self.hi) / self.hi * (self.x1 - self.x0)
+        if self.log:
+            value = min(max(value, self.lo), self.hi)
+            share = math.log10(value / self.lo) / math.log10(self.hi / self.lo)
+        else:
+            share = min(max(value, 0.0), self.hi) / self.hi
+        return self.x0 + share * (self.x1 - self.x0)
+
+    def ticks(self) -> list[float]:
+        if not self.log:
+            return [self.hi * i / 5 for i in range(6)]
+        decades = range(round(math.log10(self.lo)), math.floor(math.log10(self.hi)) + 1)
+        # a decade within 2.5x of the end would print its label over the end's
+        return [*(10.0**d for d in decades if 10.0**d * 2.5 <= self.hi), self.hi]
 
     def draw(self, canvas: _Canvas, top: float, bottom: float, unit: str) -> None:
-        for i in range(6):
-            value = self.hi * i / 5
+        ticks = self.ticks()
+        for i, value in enumerate(ticks):
             x = self.x(value)
             canvas.line(x, top, x, bottom, color="#e3e3e3")
-            canvas.text(x, bottom + 13, f"{value:g}", size=10, color="#555", end=i == 5)
+            canvas.text(x, bottom + 13, f"{value:g}", size=10, color="#555", end=i == len(ticks) - 1)
         canvas.line(self.x0, bottom, self.x1, bottom)
-        canvas.text(self.x1, bottom + 26, unit, size=10, color="#555", end=True)
+        scale = f"{unit}, log scale (rows an order of magnitude apart)" if self.log else unit
+        canvas.text(self.x1, bottom + 26, scale, size=10, color="#555", end=True)
+
+
+def _smallest(values: Sequence[float]) -> float | None:
+    return min((v for v in values if v > 0), default=None)
 
 
 def _columns(labels: Sequence[str]) -> tuple[float, float, float]:
     """The axis's left and right ends and the verdict column's x, from the longest label and verdict."""
-    label_w = max((_width(s, 11) for s in labels), default=0) + 12
-    verdict_w = _width("NOT-COMPARABLE", 11) + 12
+    label_w = min(max((_width(s, 11) for s in labels), default=0), _W * _LABEL_SHARE) + 12
+    verdict_w = max(_width(word.upper(), 11) for word in OUTCOME_OF) + 12
     return _MARGIN + label_w, _W - _MARGIN - verdict_w, _W - _MARGIN
 
 
@@ -152,7 +208,7 @@ def _label(result: VariantResult) -> str:
     return result.variant if result.is_skipped else f"{result.variant} [{result.path}]"
 
 
-def _latency_panel(canvas: _Canvas, results: Sequence[VariantResult]) -> None:
+def _latency_panel(canvas: _Canvas, results: Sequence[VariantResult], unstable: UnstablePolicy) -> None:
     measured = [r for r in results if r.latency is not None]
     batch = measured[0].latency.batch_size if measured and measured[0].latency else 1
     canvas.heading(f"Latency at b={batch}, concurrency 1: one axis for every variant")
@@ -162,7 +218,7 @@ def _latency_panel(canvas: _Canvas, results: Sequence[VariantResult]) -> None:
         if r.budget is not None:
             highs += [v * (1 + r.budget.tolerance) for v in r.budget.percentile_limits().values()]
     x0, x1, xv = _columns([_label(r) for r in results])
-    axis = _Axis(x0, x1, max(highs, default=1.0))
+    axis = _Axis(x0, x1, max(highs, default=1.0), _smallest([r.latency.p50_ms for r in measured if r.latency]))
     top = canvas.y + 8
     row_h = 46
     bottom = top + len(results) * row_h
@@ -170,13 +226,11 @@ def _latency_panel(canvas: _Canvas, results: Sequence[VariantResult]) -> None:
     for i, r in enumerate(results):
         y = top + i * row_h
         canvas.parts.append(f'<g class="variant" data-variant={quoteattr(r.variant)}>')
-        canvas.text(_MARGIN, y + 14, _label(r), size=11)
-        _verdict_cell(canvas, xv, y + 14, short_verdict(r))
+        canvas.text(_MARGIN, y + 14, _cut(_label(r), x0 - _MARGIN - 12, 11), size=11)
+        _verdict_cell(canvas, xv, y + 14, short_verdict(r, unstable))
         s = r.latency
         if s is None:
-            canvas.text(
-                x0 + 4, y + 14, f"not measured: {r.verdict.reason}"[: _chars(x1 - x0, 10)], size=10, color="#777"
-            )
+            canvas.fitted(x0 + 4, y + 14, f"not measured: {r.verdict.reason}", size=10, color="#777")
         else:
             canvas.line(axis.x(s.p50_ms), y + 10, axis.x(s.p99_ms), y + 10, color="#999")
             for p, color in _PCT_COLORS.items():
@@ -190,7 +244,7 @@ def _latency_panel(canvas: _Canvas, results: Sequence[VariantResult]) -> None:
                 numbers += f"  | adapter calibration p50 {cal.p50_ms:.2f} ms ({cal.share:.0%}; native pays none of it)"
             elif r.path == "adapter":
                 numbers += "  | adapter path, no calibration"
-            canvas.text(x0 + 2, y + 41, numbers, size=9, color="#555")
+            canvas.fitted(x0 + 2, y + 41, numbers)
         if r.budget is not None:
             canvas.text(x0 - 4, y + 29, "budget", size=8, color="#777", end=True)
             for j, (p, limit) in enumerate(r.budget.percentile_limits().items()):
@@ -210,8 +264,11 @@ def _legend(canvas: _Canvas) -> None:
         canvas.rect(x, canvas.y - 8, 4, 10, color)
         canvas.text(x + 7, canvas.y, f"p{p}", size=10, color="#555")
         x += 7 + _width(f"p{p}", 10) + 12
-    text = "budget lane: | the limit, then its tolerance band (one strip per percentile)"
-    canvas.text(x, canvas.y, text, size=10, color="#555")
+    canvas.rect(x, canvas.y - 9, 2, 12, "#000")
+    x += 6
+    canvas.text(x, canvas.y, "adapter calibration p50", size=10, color="#555")
+    x += _width("adapter calibration p50", 10) + 12
+    canvas.fitted(x, canvas.y, "budget lane: | budget limit, then its tolerance band (one per percentile)", size=10)
 
 
 def _throughput_panel(canvas: _Canvas, results: Sequence[VariantResult]) -> None:
@@ -219,18 +276,20 @@ def _throughput_panel(canvas: _Canvas, results: Sequence[VariantResult]) -> None
     if not rows:
         return
     batch = next((r.throughput.batch_size for r in rows if r.throughput), None)
-    canvas.heading(f"Throughput at b={batch or '-'}: samples/s, one axis (budget: minimum | with its band below)")
+    canvas.heading(f"Throughput at b={batch or '-'}: samples/s (rows each request sent), one axis")
+    canvas.y += 12
+    canvas.fitted(_MARGIN, canvas.y, "bar: samples/s; red | budget limit (a minimum), red band: its tolerance", size=10)
     highs = [r.throughput.samples_per_s for r in rows if r.throughput]
     highs += [r.budget.samples_per_s for r in rows if r.budget is not None and r.budget.samples_per_s]
     x0, x1, _ = _columns([r.variant for r in results])
-    axis = _Axis(x0, x1, max(highs, default=1.0))
+    axis = _Axis(x0, x1, max(highs, default=1.0), _smallest(highs))
     top = canvas.y + 8
     row_h = 24
     bottom = top + len(rows) * row_h
     axis.draw(canvas, top, bottom, "samples/s")
     for i, r in enumerate(rows):
         y = top + i * row_h
-        canvas.text(_MARGIN, y + 14, r.variant, size=11)
+        canvas.text(_MARGIN, y + 14, _cut(r.variant, x0 - _MARGIN - 12, 11), size=11)
         if r.throughput is not None:
             rate = r.throughput.samples_per_s
             canvas.rect(x0, y + 5, axis.x(rate) - x0, 12, "#4c78a8", title=f"{rate:.1f} samples/s")
@@ -258,7 +317,14 @@ def _relative_figures(r: RelativeResult) -> str:
 def _relative_panel(canvas: _Canvas, data: ReportData) -> None:
     if not data.relative:
         return
-    canvas.heading("Relative budgets, measured side by side: variant / baseline (1.0 = as fast as the baseline)")
+    canvas.heading("Relative budgets, measured side by side: variant / baseline")
+    legend = (
+        "bar: the ratio (median of per-round ratios); dashed: 1.0 = the baseline; red | budget limit, band: its "
+        "tolerance. Figures here come from the side-by-side run; the latency panel's were measured alone"
+    )
+    for line in textwrap.wrap(legend, _chars(_W - 2 * _MARGIN, 10)):
+        canvas.y += 13
+        canvas.text(_MARGIN, canvas.y, line, size=10, color="#555")
     labels = [r.budget.label for r in data.relative]
     x0, x1, xv = _columns(labels)
     highs = [r.ratio or 0.0 for r in data.relative] + [r.budget.allowed_ratio() or 0.0 for r in data.relative]
@@ -270,8 +336,9 @@ def _relative_panel(canvas: _Canvas, data: ReportData) -> None:
     axis.draw(canvas, top, bottom, "ratio")
     for i, r in enumerate(data.relative):
         y = top + i * row_h
-        canvas.text(_MARGIN, y + 14, r.budget.label, size=11)
-        _verdict_cell(canvas, xv, y + 14, r.status.upper())
+        canvas.parts.append(f'<g class="relative" data-relative={quoteattr(r.budget.label)}>')
+        canvas.text(_MARGIN, y + 14, _cut(r.budget.label, x0 - _MARGIN - 12, 11), size=11)
+        _verdict_cell(canvas, xv, y + 14, relative_word(r, inconclusive_policy(data)).upper())
         canvas.line(axis.x(1.0), y + 2, axis.x(1.0), y + 22, color="#555", dash="3,2")
         limit, allowed = r.budget.min_ratio or r.budget.max_ratio, r.budget.allowed_ratio()
         if limit is not None and allowed is not None:
@@ -285,8 +352,23 @@ def _relative_panel(canvas: _Canvas, data: ReportData) -> None:
             canvas.line(low, y + 10.5, high, y + 10.5, color="#222")
             canvas.line(low, y + 6, low, y + 15, color="#222")
             canvas.line(high, y + 6, high, y + 15, color="#222")
-        canvas.text(x0 + 2, y + 33, f"{_relative_figures(r)}; budget {r.budget.describe()}", size=9, color="#555")
+        canvas.fitted(x0 + 2, y + 33, f"{_relative_figures(r)}{_alone(r, data)}; budget {r.budget.describe()}")
+        canvas.parts.append("</g>")
     canvas.y = bottom + 30
+
+
+def _alone(r: RelativeResult, data: ReportData) -> str:
+    """Where the variant's figure here differs from the latency panel's (measured alone): both, said so."""
+    if r.variant_value is None or r.budget.is_rate:
+        return ""
+    row = next((v for v in data.results if v.variant == r.budget.variant and v.latency is not None), None)
+    if row is None or row.latency is None:
+        return ""
+    p = int(r.budget.metric.removeprefix("p").removesuffix("_ms"))
+    alone = row.latency.percentile_ms(p)
+    if abs(alone - r.variant_value) <= 0.005 * max(alone, 1e-9):
+        return ""
+    return f" (p{p} {r.variant_value:.2f} ms side by side, {alone:.2f} ms measured alone)"
 
 
 def _parity_panel(canvas: _Canvas, data: ReportData) -> None:
@@ -304,22 +386,24 @@ def _parity_panel(canvas: _Canvas, data: ReportData) -> None:
         for j, cell in enumerate(row):
             color = _VERDICT_COLORS.get(cell, "#222") if j == len(row) - 1 and i else "#222"
             canvas.text(x, canvas.y, cell, size=size, color=color, bold=i == 0 or j == len(row) - 1)
-            x += (widths[j] + 2) * size * _EM
+            x += (widths[j] + 2) * _advance(size)
     canvas.y += 6
 
 
 def _details(canvas: _Canvas, data: ReportData) -> None:
     canvas.heading("Verdicts in detail")
+    unstable = unstable_policy(data)
     for r in data.results:
-        canvas.wrapped(f"{r.variant}: {r.verdict.status.upper()}: {r.verdict.reason}", size=10)
+        canvas.wrapped(f"{r.variant}: {short_verdict(r, unstable)}: {r.verdict.reason}", size=10)
         for line in path_lines(r):
             canvas.wrapped(line, size=9, color="#555", indent=16)
         if r.stability and r.latency is not None:
             canvas.wrapped(f"stability: {r.stability}", size=9, color="#555", indent=16)
         for note in r.notes:
             canvas.wrapped(f"note: {note}", size=9, color="#555", indent=16)
+    inconclusive = inconclusive_policy(data)
     for rel in data.relative:
-        canvas.wrapped(f"{rel.budget.label}: {rel.status.upper()}: {rel.reason}", size=10)
+        canvas.wrapped(f"{rel.budget.label}: {relative_word(rel, inconclusive).upper()}: {rel.reason}", size=10)
         if rel.stability:
             canvas.wrapped(f"stability: {rel.stability}", size=9, color="#555", indent=16)
     for p in data.parity:
@@ -339,7 +423,7 @@ def render(data: ReportData) -> str:
         for line in data.provenance.lines():
             canvas.wrapped(line, size=10, color="#444")
     if data.results:
-        _latency_panel(canvas, data.results)
+        _latency_panel(canvas, data.results, unstable_policy(data))
         _throughput_panel(canvas, data.results)
     _relative_panel(canvas, data)
     _parity_panel(canvas, data)

@@ -33,11 +33,13 @@ from pytest_triton.contracts.spec import Latency
 
 if TYPE_CHECKING:
     from pytest_triton.bench.budgets import BudgetFile
+    from pytest_triton.bench.outcome import OutcomeWord
     from pytest_triton.bench.relative import RelativeBudget
     from pytest_triton.bench.relative import RelativeResult
     from pytest_triton.bench.results import UnstablePolicy
     from pytest_triton.bench.results import VariantResult
     from pytest_triton.bench.sampling import Clock
+    from pytest_triton.bench.sampling import SentRequest
     from pytest_triton.bench.sampling import WindowPolicy
     from pytest_triton.bench.session import TritonBench
 
@@ -92,8 +94,11 @@ def target(run: ContractRun, name: str, hardware: str) -> Target:
     )
 
 
-def request_call(run: ContractRun, timed: Target, rows: int) -> Callable[[], object]:
-    """One prepared request of ``rows`` rows to ``timed``, as a call to time."""
+def request_call(run: ContractRun, timed: Target, rows: int) -> SentRequest:
+    """One prepared request of ``rows`` rows to ``timed`` (one sample where the model does not batch), as a
+    call to time that says how many rows it sends."""
+    from pytest_triton.bench.sampling import SentRequest
+
     transport = timed.transport
     names = [spec.name for spec in transport.input_specs(timed.model)]
     if run.declaration.inputs.samples is not None:
@@ -108,13 +113,27 @@ def request_call(run: ContractRun, timed: Target, rows: int) -> Callable[[], obj
     if variant is not None:
         tensors = variant.rename_inputs(tensors)
     tensors = select_inputs(tensors, names)
+    # without a batch axis, a request is one sample whatever its shape
+    sent = int(next(iter(tensors.values())).shape[0]) if timed.batches and tensors else 1
     outputs = list(timed.outputs)
     prepare = getattr(transport, "prepare", None)
     send = getattr(transport, "send", None)
     if callable(prepare) and callable(send):  # encode once, send many times
         request = prepare(timed.model, tensors, outputs)
-        return lambda: send(request)
-    return lambda: transport.infer(timed.model, tensors, outputs)
+        return SentRequest(lambda: send(request), sent)
+    return SentRequest(lambda: transport.infer(timed.model, tensors, outputs), sent)
+
+
+def one_sample_note(timed: Target, latency: Latency) -> tuple[str, ...]:
+    """Why a model that does not batch reports samples/s equal to requests/s (nothing for one that batches)."""
+    if timed.batches:
+        return ()
+    asked = latency.throughput_batch_size
+    unused = f" (throughput_batch_size {asked} cannot apply)" if asked != 1 else ""
+    return (
+        f"{timed.model} does not batch (max_batch_size 0): every request sends 1 sample, so samples/s = "
+        f"requests/s{unused}",
+    )
 
 
 def _policy(latency: Latency, bench: TritonBench) -> WindowPolicy:
@@ -175,6 +194,7 @@ def measure_variant(
     own = type(bench)(hardware=bench.hardware, budgets=budgets, policy=_policy(latency, bench), clock=bench.clock)
     opened: list[Transport] = []
     from pytest_triton.bench.engine import engine_of
+    from pytest_triton.bench.sampling import rows_of
 
     engine = engine_of(timed.server, timed.model)  # adapter rows get their calibration model on the same server
     if engine.calibration_model is not None:
@@ -182,17 +202,18 @@ def measure_variant(
         engine = engine.with_call(request_call(run, calibration, latency.batch_size))
     try:
         calls = _warm_calls(run, timed, latency, opened)
-        shapes: dict[Hashable, Callable[[], object]] = {rows: call for rows, call in calls.items()}
-        rate_rows = latency.throughput_batch_size
-        throughput = calls[rate_rows] if rate_rows != latency.batch_size or latency.concurrency > 1 else None
+        shapes: dict[Hashable, Callable[[], object]] = {rows_of(c, rows): c for rows, c in calls.items()}
+        call, rate_call = calls[latency.batch_size], calls[latency.throughput_batch_size]
+        rows, rate_rows = rows_of(call, latency.batch_size), rows_of(rate_call, latency.throughput_batch_size)
+        throughput = rate_call if rate_rows != rows or latency.concurrency > 1 else None
         started = dt.datetime.now(dt.timezone.utc)
-        notes = timed.notes
+        notes = (*timed.notes, *one_sample_note(timed, latency))
         if latency.concurrency > 1:
             notes = (*notes, f"{latency.concurrency} clients at once (concurrency {latency.concurrency})")
         result = own.measure(
             timed.budget_name,
-            calls[latency.batch_size],
-            batch_size=latency.batch_size,
+            call,
+            batch_size=rows,
             throughput_call=throughput,
             throughput_batch_size=rate_rows,
             warm_shapes=shapes,
@@ -244,15 +265,31 @@ class RelativeOutcome:
         """The inconclusive results (a warning each under ``inconclusive = "warn"``)."""
         return tuple(r for r in self.results if r.status == "inconclusive")
 
+    @property
+    def word(self) -> OutcomeWord:
+        """The item's word in every channel (:mod:`pytest_triton.bench.outcome`): the worst of its verdicts."""
+        from pytest_triton.bench.outcome import outcome_word
+
+        if not self.ok:
+            return "failed"
+        words = [outcome_word(r.status, "warn", self.inconclusive) for r in self.results]
+        return "inconclusive" if "inconclusive" in words else words[0]
+
     def message(self) -> str:
+        from pytest_triton.bench.outcome import outcome_word
+
         rule, result = self.rule, self.declared
+        word = outcome_word(result.status, "warn", self.inconclusive)
         ratio = "n/a" if result.ratio is None else f"{result.ratio:.3f}"
         lines = [
-            f"relative latency {result.status.upper()}: {rule.variant!r} / {rule.baseline!r} {rule.metric} = {ratio} "
-            f"{result.interval_text()} (budget <= {rule.max_ratio:g}): {result.reason}",
+            f"relative latency {self.word}: {rule.variant!r} / {rule.baseline!r} {rule.metric} = {ratio} "
+            f"{result.interval_text()} (budget <= {rule.max_ratio:g}); {word}: {result.reason}",
             f"interleaved measurement: {self.settled}",
         ]
-        lines += [f"budget file: {r.budget.label}: {r.status}: {r.reason}" for r in self.from_budgets]
+        lines += [
+            f"budget file: {r.budget.label}: {outcome_word(r.status, 'warn', self.inconclusive)}: {r.reason}"
+            for r in self.from_budgets
+        ]
         return "\n".join(lines)
 
 
@@ -260,6 +297,7 @@ def measure_relative(run: ContractRun, rule: RelativeBudget, bench: TritonBench)
     """Hold ``rule.variant`` to at most ``rule.max_ratio`` times ``rule.baseline``, measured side by side, and
     record every verdict in the session bench's relative-budget table (VariantUnavailable where either
     cannot run)."""
+    from pytest_triton.bench.sampling import rows_of
     from pytest_triton.bench.sampling import warm_up_shapes
 
     latency = run.declaration.latency
@@ -282,12 +320,14 @@ def measure_relative(run: ContractRun, rule: RelativeBudget, bench: TritonBench)
                 (key, rows): c for key, own in warm.items() for rows, c in own.items()
             }
             warm_up_shapes(shapes, count=latency.warmup)
+        calls = {key: own[latency.batch_size] for key, own in warm.items()}
+        rate_calls = {key: own[latency.throughput_batch_size] for key, own in warm.items()}
         outcome = judge_pair(
             rule,
-            {key: own[latency.batch_size] for key, own in warm.items()},
-            throughput_calls={key: own[latency.throughput_batch_size] for key, own in warm.items()},
-            batch_size=latency.batch_size,
-            throughput_batch_size=latency.throughput_batch_size,
+            calls,
+            throughput_calls=rate_calls,
+            batch_size=rows_of(calls[base_key], latency.batch_size),
+            throughput_batch_size=rows_of(rate_calls[base_key], latency.throughput_batch_size),
             source=run.declaration.path.name,
             budgets=budgets,
             hardware=bench.hardware,

@@ -179,7 +179,7 @@ class ContractServers:
         if key not in self._served:
             server, adapted = self._server(launcher, self.folder(variant.repository), variant.model)
             providers = tuple(str(a.providers[0]) for a in adapted if a.providers)
-            notes = tuple(a.describe() for a in adapted)
+            notes = (*(a.describe() for a in adapted), *getattr(server, "start_notes", ()))
             transport: Transport = server.transport(inference_protocol(variant, server.urls))
             self._served[key] = ServedVariant(variant, server, transport, providers, notes)
         served = self._served[key]

@@ -39,6 +39,7 @@ from pytest_triton.parity.streams import StreamParity
 from pytest_triton.parity.streams import compare_streams
 
 if TYPE_CHECKING:
+    from pytest_triton.bench.outcome import OutcomeWord
     from pytest_triton.bench.session import TritonBench
 
 __all__ = ["StreamLatencyOutcome", "StreamRun"]
@@ -58,10 +59,18 @@ class StreamLatencyOutcome:
     verdict: Verdict
     warmup: int
 
+    @property
+    def word(self) -> OutcomeWord:
+        """The item's word in every channel (:mod:`pytest_triton.bench.outcome`): a stream that never settled
+        fails its item."""
+        from pytest_triton.bench.outcome import outcome_word
+
+        return "failed" if self.verdict.failed else outcome_word(self.verdict.status, "warn", "warn")
+
     def message(self) -> str:
         m = self.measured
         return (
-            f"{self.budget_name}: {self.verdict.status.upper()}: {self.verdict.reason}\n"
+            f"{self.budget_name}: {self.word.upper()}: {self.verdict.reason}\n"
             f"  {m.requests} streams, {m.responses} responses after {self.warmup} warm-up stream(s) on "
             f"{self.hardware}: time to first response p50 {m.ttft_p50_ms:.2f} / p99 {m.ttft_p99_ms:.2f} ms; "
             f"gaps p50 {m.gap_p50_ms:.2f} / p90 {m.gap_p90_ms:.2f} / p99 {m.gap_p99_ms:.2f} ms; "

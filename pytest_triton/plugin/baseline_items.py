@@ -19,6 +19,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import NoReturn
 
 import pytest
 
@@ -120,7 +121,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[BASELINE_KEY] = state
 
 
-def _skip(reason: str) -> None:
+def _skip(reason: str) -> NoReturn:
     raise pytest.skip.Exception(reason, _use_item_location=True)
 
 
@@ -158,6 +159,14 @@ def _not_compared(config: pytest.Config, pair: Pair) -> str | None:
     return f"variant {pair.name!r}: {pair.reason}"
 
 
+def _unavailable(row: VerdictRow, pair: Pair, exc: VariantUnavailable) -> NoReturn:
+    """Skip the item, the row saying why; a base that cannot be served is marked as the base's."""
+    row.reason = exc.reason
+    if exc.variant == pair.base_name:
+        row.status = "the base cannot be served"
+    _skip(f"variant {exc.variant!r}: {exc.reason}")
+
+
 def _parity(pair: Pair) -> Callable[..., None]:
     def baseline_parity(
         request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory, triton_bench: TritonBench
@@ -172,8 +181,7 @@ def _parity(pair: Pair) -> Callable[..., None]:
         try:
             outcome = _pair_run(request, pair, triton_server_factory).parity()
         except VariantUnavailable as exc:
-            row.reason = exc.reason
-            _skip(f"variant {exc.variant!r}: {exc.reason}")
+            _unavailable(row, pair, exc)
         except PytestTritonError as exc:
             row.parity_ok, row.parity_text = False, str(exc).splitlines()[0]
             raise ContractFailure(f"parity of {pair.name!r} against {pair.base_name!r}: {exc}") from exc
@@ -199,8 +207,7 @@ def _latency(pair: Pair) -> Callable[..., None]:
         try:
             outcome = _pair_run(request, pair, triton_server_factory).latency(triton_bench)
         except VariantUnavailable as exc:
-            row.reason = exc.reason
-            _skip(f"variant {exc.variant!r}: {exc.reason}")
+            _unavailable(row, pair, exc)
         except PytestTritonError as exc:
             row.latency_error = str(exc)
             raise ContractFailure(f"latency of {pair.name!r} against {pair.base_name!r}: {exc}") from exc
@@ -208,7 +215,7 @@ def _latency(pair: Pair) -> Callable[..., None]:
         request.node.add_report_section("call", "triton-baseline", outcome.message())
         if not outcome.ok:
             raise ContractFailure(outcome.message())
-        if outcome.verdict == "inconclusive":
+        if outcome.word == "inconclusive":
             warnings.warn(TritonInconclusiveWarning(outcome.message()), stacklevel=1)
 
     return baseline_latency

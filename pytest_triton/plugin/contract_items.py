@@ -217,6 +217,7 @@ def _latency(declaration: Declaration, name: str) -> Callable[..., None]:
     def contract_latency(
         request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory, triton_bench: TritonBench
     ) -> None:
+        from pytest_triton.bench.outcome import outcome_word
         from pytest_triton.contracts import VariantUnavailable
         from pytest_triton.contracts.latency_run import measure_variant
         from pytest_triton.errors import PytestTritonError
@@ -242,10 +243,10 @@ def _latency(declaration: Declaration, name: str) -> Callable[..., None]:
             _record(request, f"latency[{name}]", "skipped", reason)
             triton_bench.record_skipped(budget_name, reason)  # a SKIPPED row in the latency report
             _skip(reason)
-        text = f"{result.variant}: {result.verdict.status}: {result.verdict.reason}"
-        status = "failed" if result.verdict.failed else "passed"
-        _record(request, f"latency[{name}]", status, text, variant=result.variant)
-        triton_bench.check(result)
+        word = outcome_word(result.verdict.status, triton_bench.unstable, triton_bench.inconclusive)
+        text = f"{result.variant}: {word}: {result.verdict.reason}"
+        _record(request, f"latency[{name}]", word, text, variant=result.variant)
+        triton_bench.check(result)  # passed, unstable: warns with the plugin's own class
 
     return contract_latency
 
@@ -256,8 +257,7 @@ def _stream_verdict(request: pytest.FixtureRequest, name: str, outcome: Any) -> 
     measured = outcome.measured
     for key in ("ttft_p50_ms", "gap_p99_ms", "total_p50_ms", "responses_per_s"):
         request.node.user_properties.append((f"triton_{key}[{outcome.budget_name}]", round(measured.value(key), 4)))
-    status = "failed" if outcome.verdict.failed else "passed"
-    _record(request, f"latency[{name}]", status, outcome.message(), variant=outcome.budget_name)
+    _record(request, f"latency[{name}]", outcome.word, outcome.message(), variant=outcome.budget_name)
     request.node.add_report_section("call", "triton-contract", outcome.message())
     if outcome.verdict.failed:
         raise ContractFailure(f"latency of streamed variant {name!r}: {outcome.message()}")
@@ -287,7 +287,7 @@ def _relative(declaration: Declaration, index: int) -> Callable[..., None]:
         if reason is not None:
             _record(request, f"latency[{rule.name}]", "skipped", reason)
             _skip(reason)
-        _record(request, f"latency[{rule.name}]", "passed" if outcome.ok else "failed", outcome.message())
+        _record(request, f"latency[{rule.name}]", outcome.word, outcome.message())
         request.node.add_report_section("call", "triton-contract", outcome.message())
         if not outcome.ok:
             raise ContractFailure(outcome.message())

@@ -222,9 +222,11 @@ def triton_client(triton_server: TritonServer) -> TritonClients:
 
 
 @pytest.fixture(scope="session")
-def triton_bench(request: pytest.FixtureRequest) -> TritonBench:
+def triton_bench(request: pytest.FixtureRequest, triton_server_factory: TritonServerFactory) -> TritonBench:
     """The session's latency bench: measures variants against this machine's budgets and keeps the report."""
-    return _bench(request.config)
+    bench = _bench(request.config)
+    bench.servers = triton_server_factory.servers  # a row at one of their URLs says its engine path
+    return bench
 
 
 @pytest.hookimpl(wrapper=True)

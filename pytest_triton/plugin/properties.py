@@ -27,10 +27,13 @@ def _number(value: float | None) -> str:
 
 def bench_properties(bench: TritonBench, seen: tuple[int, int]) -> list[tuple[str, Any]]:
     """The properties of what ``bench`` recorded after ``seen`` (counts of results and relative results)."""
+    from pytest_triton.bench.outcome import outcome_word
+    from pytest_triton.bench.report import relative_word
+
     found: list[tuple[str, Any]] = []
     for result in bench.results[seen[0] :]:
         name = result.variant
-        found.append((f"triton_verdict[{name}]", result.verdict.status))
+        found.append((f"triton_verdict[{name}]", outcome_word(result.verdict.status, bench.unstable, "warn")))
         if result.latency is not None:
             found.append((f"triton_p50_ms[{name}]", _number(result.latency.p50_ms)))
         stats = result.throughput or result.latency
@@ -38,7 +41,7 @@ def bench_properties(bench: TritonBench, seen: tuple[int, int]) -> list[tuple[st
             found.append((f"triton_samples_per_s[{name}]", _number(stats.samples_per_s)))
     for relative in bench.relative[seen[1] :]:
         name = relative.budget.label
-        found.append((f"triton_verdict[{name}]", relative.status))
+        found.append((f"triton_verdict[{name}]", relative_word(relative, bench.inconclusive)))
         found.append((f"triton_ratio[{name}]", _number(relative.ratio)))
         if relative.interval is not None:
             found.append((f"triton_ratio_interval[{name}]", "{:.6g}..{:.6g}".format(*relative.interval)))

@@ -16,6 +16,9 @@ from typing import final
 
 _TRITON_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]\s]+\] ?(?P<msg>.*)$")
 _PROTOBUF_LINE = re.compile(r"^\[libprotobuf \w+ [^\]]*\] ?(?P<msg>.*)$")
+# Triton 2.51's words for a model folder without a version folder (an ensemble's empty 1/, which git does not keep)
+NO_VERSION = "at least one version must be available under the version policy"
+NO_VERSION_HINT = "git keeps no empty folder: put a .gitkeep in the version folder (an ensemble's is empty)"
 
 
 def message(line: str) -> str:
@@ -42,7 +45,9 @@ def model_failure_reason(lines: list[str], model: str) -> str:
     """What the log says about why ``model`` did not load ("" when it says nothing).
 
     Looks for ``failed to load 'M' version V: ...``, ``Poll failed for model directory 'M': ...``
-    (with the protobuf parse error printed just before it) and ``failed to poll model 'M': ...``.
+    (with the protobuf parse error printed just before it), ``failed to poll model 'M': ...`` and
+    ``failed to load model 'M': ...`` (a model Triton could not even start loading, e.g. one without a version
+    folder: it is then missing from the repository index). A known cause gets its hint on the next line.
     """
     quoted = f"'{model}'"
     found: list[str] = []
@@ -51,10 +56,16 @@ def model_failure_reason(lines: list[str], model: str) -> str:
         if quoted not in text:
             continue
         if text.startswith(f"failed to load {quoted} version") or text.startswith(
-            (f"Poll failed for model directory {quoted}", f"failed to poll model {quoted}")
+            (
+                f"Poll failed for model directory {quoted}",
+                f"failed to poll model {quoted}",
+                f"failed to load model {quoted}",
+            )
         ):
             if i > 0 and (proto := _PROTOBUF_LINE.match(lines[i - 1])) is not None:
                 text += f" ({proto.group('msg').strip()})"
+            if NO_VERSION in text:
+                text += f"\n  hint: {model}/ has no version folder (e.g. {model}/1/); {NO_VERSION_HINT}"
             if text not in found:
                 found.append(text)
     return "\n".join(found)

@@ -169,7 +169,7 @@ def test_an_unchanged_model_passes_both_pairs(pytester: pytest.Pytester, project
     # a pass, or an INCONCLUSIVE on a loaded machine, which the table says (both pass the item by default)
     result.stdout.fnmatch_lines(["*= triton verdict =*", "*against base (*"])
     row = next(line for line in verdict.splitlines() if line.startswith("| `add`"))
-    assert "✅ pass" in row or "⚠️ INCONCLUSIVE" in row, row
+    assert "✅ passed" in row or "⚠️ inconclusive" in row, row
     assert "❌" not in verdict, verdict
     result.stdout.fnmatch_lines(
         [
@@ -197,8 +197,8 @@ def test_a_slower_python_step_fails_the_latency_pair(pytester: pytest.Pytester, 
     result.stdout.fnmatch_lines(["FAILED contracts.toml::latency[[]add/add@base[]]*"])
     row = next(line for line in verdict.splitlines() if line.startswith("| `add`"))
     # the cause named: p50 over 1.10x or samples/s under 0.90x (one of them may be inconclusive on a loaded machine)
-    assert re.search(r"❌ FAIL: .*(p50 fail|samples/s fail)", row), row
-    assert "parity" not in row.split("❌ FAIL")[-1], row
+    assert re.search(r"❌ failed: .*(p50 fail|samples/s fail)", row), row
+    assert "parity" not in row.split("❌ failed")[-1], row
     assert ratio(verdict, 1) > 1.10, row
 
 
@@ -218,8 +218,25 @@ def test_a_drifted_weight_fails_the_parity_pair_naming_the_element(pytester: pyt
     row = next(line for line in verdict.splitlines() if line.startswith("| `add`"))
     # the worst element is in the drifted column (index 2 of SUM's 4)
     assert re.search(r"❌ SUM\[\d+, 2\]: base .* PR .* \(\\\|diff\\\| [\d.e-]+, allowed [\d.e-]+\)", row), row
-    assert "❌ FAIL: parity" in row, row
+    assert "❌ failed: parity" in row, row
     assert "p50 fail" not in row, row
+
+
+def test_a_base_that_cannot_be_served_is_the_bases_problem_not_the_prs(pytester: pytest.Pytester) -> None:
+    root = pytester.path
+    make_base(root)
+    _git(root, "checkout", "-q", "-B", "broken", "base")  # the base: add's model fails at import
+    write_model(root, "add", note="raise RuntimeError('the base is broken')\n")
+    _git(root, "commit", "-q", "-am", "broken base")
+    _git(root, "tag", "-f", "base")
+    open_pr(root, "fix")  # the PR: the model that works
+    result, verdict = run_verdict(pytester)
+    result.assert_outcomes(skipped=6)  # both items of each pair: nothing of the PR fails for the base's fault
+    result.stdout.fnmatch_lines(["*variant 'add@base': the base (base) cannot be served here, so 'add' is not judged*"])
+    row = next(line for line in verdict.splitlines() if line.startswith("| `add`"))
+    assert "➖ skipped: the base cannot be served" in row, row
+    assert "the base is broken" in verdict
+    assert "hint: fix the base on base, or compare with --triton-baseline" in verdict
 
 
 def test_an_unknown_ref_or_no_contracts_file_stops_the_run_saying_what_to_do(

@@ -141,7 +141,7 @@ def test_docs_example_gives_parity_and_latency_items_and_a_report(
             "*= triton contracts =*",
             "PASSED   contracts.toml::parity?fp16?: parity holds: variant 'fp16' vs reference 'onnxruntime' on "
             "25 generated inputs (seed=1,*",
-            "*relative latency PASS: 'pipeline' / 'fp32' p50_ms = *",
+            "*relative latency passed: 'pipeline' / 'fp32' p50_ms = *",
             "*= triton latency =*",
             "PASSED contracts.toml::parity?fp16?",
             "PASSED contracts.toml::parity?pipeline?",
@@ -190,7 +190,7 @@ def test_docs_example_gives_parity_and_latency_items_and_a_report(
     properties = junit_properties(project / "junit.xml")
     assert properties["parity[fp16]"]["triton_verdict"] == "passed"
     fp32 = properties["latency[fp32]"]
-    assert fp32["triton_verdict"] == "passed"
+    assert fp32["triton_verdict"] == "report-only"  # no budget file: measured and reported, pytest passes
     assert float(fp32["triton_p50_ms[fp32]"]) > 0
     assert float(fp32["triton_samples_per_s[fp32]"]) > 0
     relative = properties["latency[pipeline/fp32]"]
@@ -200,7 +200,7 @@ def test_docs_example_gives_parity_and_latency_items_and_a_report(
     low, high = (float(v) for v in relative[f"triton_ratio_interval[{name}]"].split(".."))
     assert low <= float(relative[f"triton_ratio[{name}]"]) <= high
     assert int(relative[f"triton_rounds[{name}]"]) >= 9
-    assert relative[f"triton_verdict[{name}]"] == "pass"
+    assert relative[f"triton_verdict[{name}]"] == "passed"  # the one vocabulary's word, as pytest says it
 
 
 def junit_properties(path: Path) -> dict[str, dict[str, str]]:

@@ -105,8 +105,10 @@ def test_stream_parity_and_latency_name_what_broke(project: pytest.Pytester) -> 
     assert "output 'IDX'" in out, out
     # the slowed one fails its time to first response and gap budget; the example holds its own
     assert re.search(r"FAILED.*latency\[slow\]", out), out
-    assert re.search(r"slow: FAIL: gap_p99_ms \d+\.\d\d ms > 40\.00 ms; ttft_p50_ms \d+\.\d\d ms > 40\.00 ms", out), out
-    assert re.search(r"PASSED.*latency\[repeat\].*repeat: PASS", out), out
+    assert re.search(r"slow: FAILED: gap_p99_ms \d+\.\d\d ms > 40\.00 ms; ttft_p50_ms \d+\.\d\d ms > 40\.00 ms", out), (
+        out
+    )
+    assert re.search(r"PASSED.*latency\[repeat\].*repeat: PASSED", out), out
 
 
 def test_a_decoupled_model_declared_over_http_is_refused_when_read(project: pytest.Pytester) -> None:

@@ -35,6 +35,7 @@ from pytest_triton.servers.docker.engine import exit_words
 from pytest_triton.servers.docker.engine import parse_ulimits
 from pytest_triton.servers.docker.engine import pump_logs
 from pytest_triton.servers.docker.engine import start_failure
+from pytest_triton.servers.docker.engine import start_ryuk
 from pytest_triton.servers.docker.image import ImageFacts
 from pytest_triton.servers.docker.image import probe_image
 from pytest_triton.servers.docker.owners import owner_labels
@@ -213,6 +214,7 @@ class TritonContainer:
             network=self.network,
             labels=owner_labels(),
         )
+        start_ryuk()  # before our container: a Ryuk image that cannot be had is named as Ryuk's
         # watched by name before it exists: a SIGKILL between create and start must not leave it behind
         Reaper.get().watch(name)
         self._container = container

@@ -338,6 +338,27 @@ def start_failure(image: str, detail: str, *, gpu: bool, ulimits: Mapping[str, i
     return ServerStartError(f"the Docker daemon could not start a container of {image!r}: {_short(detail)}{hint}")
 
 
+def start_ryuk() -> None:
+    """Start testcontainers' reaper (Ryuk) unless ``TESTCONTAINERS_RYUK_DISABLED`` is true: testcontainers starts
+    it before any container, and an image it cannot pull would otherwise be reported as the server's. Started
+    here first, a failure names Ryuk's image and the way round it."""
+    from docker.errors import DockerException
+    from testcontainers.core.config import testcontainers_config as config
+    from testcontainers.core.container import Reaper as Ryuk
+
+    if config.ryuk_disabled:
+        return
+    try:
+        Ryuk.get_instance()
+    except (DockerException, OSError) as err:
+        detail = getattr(err, "explanation", None) or str(err)
+        raise ServerStartError(
+            f"testcontainers' reaper (Ryuk) could not start: its image {config.ryuk_image!r} could not be had "
+            f"({_short(detail)}); pull it where the runner can (`docker pull {config.ryuk_image}`), or set "
+            "TESTCONTAINERS_RYUK_DISABLED=true: pytest-triton's own reaper removes its containers either way"
+        ) from None
+
+
 # as Triton's python backend quick start runs it; -1 is unlimited
 DEFAULT_ULIMITS: Mapping[str, int] = {"memlock": -1, "stack": 67108864}
 ULIMITS_ENV = "PYTEST_TRITON_DOCKER_ULIMITS"

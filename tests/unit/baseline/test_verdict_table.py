@@ -3,6 +3,7 @@ cell, the verdict with its cause; skipped pairs say why; inconclusive verdicts s
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from pytest_triton.baseline.measure import PairLatency
@@ -61,7 +62,7 @@ def test_a_failing_latency_row_names_the_metric_that_failed() -> None:
     assert line == (
         "| `add` | 5.00 → 6.50 ms (1.300× [1.235, 1.365], ≤ 1.10×) ❌ | 6.00 → 9.00 ms (1.500× [1.425, 1.575]) | "
         "200.00 → 150.00/s (0.750× [0.712, 0.788], ≥ 0.90×) ❌ | ✅ SUM: identical | "
-        "❌ FAIL: p50 fail; samples/s fail |"
+        "❌ failed: p50 fail; samples/s fail |"
     )
 
 
@@ -69,9 +70,19 @@ def test_an_open_answer_is_inconclusive_in_the_table_and_says_how_it_ended() -> 
     row = VerdictRow("contracts.toml", "add", "add@main", "changed", latency=latency("inconclusive", "pass"))
     text = render_verdict([row], base="main")
     assert "| 5.00 → 5.50 ms (1.100× [1.045, 1.155], ≤ 1.10×) ⚠️ |" in text
-    assert "⚠️ INCONCLUSIVE: inconclusive: p50 |" in text
-    assert "- `add`: INCONCLUSIVE, neither a pass nor a fail: settled after 9 rounds" in text
+    assert "⚠️ inconclusive: inconclusive: p50 |" in text
+    assert "- `add`: inconclusive, neither a pass nor a fail: settled after 9 rounds" in text
     assert "⚠️ no failure against main; 1 verdict(s) INCONCLUSIVE" in text
+
+
+def test_an_open_answer_fails_the_row_under_inconclusive_fail() -> None:
+    open_answer = dataclasses.replace(latency("inconclusive", "pass"), inconclusive="fail")
+    row = VerdictRow("contracts.toml", "add", "add@main", "changed", latency=open_answer)
+    text = render_verdict([row], base="main")
+    assert row.word == "failed"  # what pytest says of the pair's items under --triton-inconclusive fail
+    assert "❌ 1 of 1 variant(s) fail against main" in text
+    assert "| ❌ failed: inconclusive: p50 |" in text
+    assert "- `add`: inconclusive, neither a pass nor a fail; failed under --triton-inconclusive fail: settled" in text
 
 
 def test_a_parity_failure_names_parity_and_skipped_pairs_say_why() -> None:
@@ -79,7 +90,7 @@ def test_a_parity_failure_names_parity_and_skipped_pairs_say_why() -> None:
     failed.parity_ok, failed.parity_text = False, "SUM[1, 2]: base 1, PR 1.01 (|diff| 0.01, allowed 0.0002)"
     new = VerdictRow("contracts.toml", "fresh", "fresh@main", "new", reason="new in this PR: no baseline")
     text = render_verdict([failed, new], base="main")
-    assert "| ❌ SUM[1, 2]: base 1, PR 1.01 (\\|diff\\| 0.01, allowed 0.0002) | ❌ FAIL: parity |" in text
+    assert "| ❌ SUM[1, 2]: base 1, PR 1.01 (\\|diff\\| 0.01, allowed 0.0002) | ❌ failed: parity |" in text
     assert "| `fresh` | – | – | – | – | ➖ skipped: new |" in text
     assert "- `fresh`: new in this PR: no baseline" in text
 

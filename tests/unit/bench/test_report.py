@@ -96,8 +96,8 @@ def test_terminal_table_has_every_column_and_skips_as_skipped(results: list[Vari
     assert fast.split()[:7] == ["fast", "unknown", "16.00", "17.00", "17.00", "17.00", "-"]
     assert "186.0 (b=8)" in fast  # 8 samples * 6 requests / 0.258 s
     assert "q 1.13 / c 13.97 ms" in fast
-    assert fast.endswith("PASS")
-    assert "FAIL: p99_ms 10.00 ms > 5.50 ms" in slow
+    assert fast.endswith("PASSED")
+    assert "FAILED: p99_ms 10.00 ms > 5.50 ms" in slow
     assert cpu.endswith("REPORT-ONLY (no budget)")
     assert trt.endswith("SKIPPED: TensorRT libraries are not installed here")
     assert "PASS" not in trt
@@ -142,7 +142,7 @@ def test_write_report_writes_json_markdown_and_svg(tmp_path: Path, results: list
     texts = [t.text or "" for t in root.iter(f"{SVG}text")]
     assert "trt: SKIPPED: TensorRT libraries are not installed here" in texts
     assert "SKIPPED" in texts
-    assert "FAIL" in texts
+    assert "FAILED" in texts
     assert "REPORT-ONLY" in texts
 
 
@@ -239,12 +239,12 @@ def test_the_report_shows_relative_budgets_parity_and_provenance(tmp_path: Path,
     assert "| 0.610× [0.590, 0.630]× |" in md  # the table's ratio cell says how sure
     assert saved["relative"][0]["ratio_interval"] == [0.59, 0.63]
     assert "| fast (http) | fp32 | logits | 0.003 |" in md
-    assert "| 1/2 | FAIL |" in md
+    assert "| 1/2 | FAILED |" in md
     assert "- label differs: s02: 'b' -> 'c'" in md
     assert "## Reading this report" in md
-    assert "unstable measurements: triton_unstable=warn; asserted" in md
+    assert "unsure verdicts: triton_unstable=warn, triton_inconclusive=warn; asserted" in md
     lines = table_lines(data)
-    assert any(line.startswith("fast (http)") and line.endswith("FAIL") for line in lines)
+    assert any(line.startswith("fast (http)") and line.endswith("FAILED") for line in lines)
 
 
 def test_no_text_of_the_svg_reaches_past_its_edges(results: list[VariantResult]) -> None:

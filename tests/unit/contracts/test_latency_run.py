@@ -82,7 +82,8 @@ def test_the_pair_alternates_and_the_declared_ratio_is_judged() -> None:
     assert outcome.ok
     assert outcome.from_budgets == ()
     assert outcome.message().startswith(
-        "relative latency PASS: 'served-variant' / 'reference' p50_ms = 1.200 [1.200, 1.200]× (budget <= 1.5): "
+        "relative latency passed: 'served-variant' / 'reference' p50_ms = 1.200 [1.200, 1.200]× "
+        "(budget <= 1.5); passed: "
     )
 
 
@@ -92,7 +93,7 @@ def test_over_the_declared_ratio_fails() -> None:
     outcome = judge_pair(_rule(1.1), calls, hardware="cpu-test", policy=POLICY, clock=m.clock)
     assert outcome.declared.status == "fail"
     assert not outcome.ok
-    assert outcome.message().startswith("relative latency FAIL:")
+    assert outcome.message().startswith("relative latency failed:")
 
 
 def test_the_budget_files_relative_budgets_of_the_pair_are_judged_too(tmp_path: Path) -> None:
@@ -118,7 +119,7 @@ def test_the_budget_files_relative_budgets_of_the_pair_are_judged_too(tmp_path: 
     assert outcome.from_budgets[1].ratio == pytest.approx(0.4)
     assert "served-b8" in m.order  # samples/s were measured, interleaved, because a budget needs them
     assert not outcome.ok
-    assert "budget file: overhead (p50): fail:" in outcome.message()
+    assert "budget file: overhead (p50): failed:" in outcome.message()
 
 
 def test_samples_per_s_are_measured_only_when_a_budget_needs_them() -> None:

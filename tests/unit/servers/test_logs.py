@@ -119,3 +119,19 @@ def test_log_file_reads_incrementally_and_survives_removal(tmp_path: Path) -> No
     log.freeze()
     path.unlink()
     assert log.lines() == ["one", "two", "three", "four"]
+
+
+NO_VERSION_FOLDER = [
+    "I1202 12:00:48.254607 18725 model_lifecycle.cc:839] \"successfully loaded 'add'\"",
+    "E1202 12:00:48.254768 18725 model_repository_manager.cc:724] \"failed to load model 'pipe': at least one "
+    "version must be available under the version policy of model 'pipe'\"",
+]
+
+
+def test_a_model_without_a_version_folder_gets_tritons_reason_and_a_hint() -> None:
+    # Triton 2.51 leaves such a model out of the repository index: its reason is only in the log
+    reason = model_failure_reason(NO_VERSION_FOLDER, "pipe")
+    assert reason.startswith(
+        "failed to load model 'pipe': at least one version must be available under the version policy of model 'pipe'"
+    )
+    assert "hint: pipe/ has no version folder (e.g. pipe/1/); git keeps no empty folder: put a .gitkeep" in reason

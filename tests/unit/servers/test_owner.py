@@ -27,8 +27,8 @@ from pytest_triton.servers.process import make_owned_workdir
 from pytest_triton.servers.process import sweep_stale_shm
 from pytest_triton.servers.process import sweep_stale_workdirs
 from tests.owners import dead_owner_token
+from tests.owners import readable_package
 
-ROOT = Path(__file__).resolve().parents[3]
 NOBODY = 65534
 SYSTEM_PYTHON = "/usr/bin/python3"  # a python uid 65534 can run (this one's may sit in a folder it cannot read)
 
@@ -60,7 +60,8 @@ def _need(tool: str, *probe: str) -> None:
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "HOME": tempfile.gettempdir()}
+    # the package from a folder uid 65534 can read: this checkout may be in a private one
+    return {**os.environ, "PYTHONPATH": str(readable_package()), "HOME": tempfile.gettempdir()}
 
 
 @contextlib.contextmanager

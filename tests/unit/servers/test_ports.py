@@ -21,6 +21,7 @@ from pytest_triton.servers.ports import default_lock_dir
 from pytest_triton.servers.ports import free_port
 from pytest_triton.servers.ports import port_is_locked
 from pytest_triton.servers.ports import reserve_ports
+from tests.owners import readable_package
 
 
 def test_reserves_distinct_bindable_ports(tmp_path: Path) -> None:
@@ -134,7 +135,8 @@ def test_a_second_user_reserves_ports_after_the_first(monkeypatch: pytest.Monkey
         assert port_is_locked(mine.ports[0])
         as_nobody = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", SYSTEM_PYTHON, "-c"]
         env = {k: v for k, v in os.environ.items() if k != "PYTEST_TRITON_PORT_LOCKS"}
-        env.update(PYTHONPATH=str(Path(__file__).resolve().parents[3]), HOME=tempfile.gettempdir())
+        # the package from a folder uid 65534 can read: this checkout may be in a private one
+        env.update(PYTHONPATH=str(readable_package()), HOME=tempfile.gettempdir())
         done = subprocess.run([*as_nobody, RESERVE], capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 0, done.stderr
     assert len(done.stdout.split()) == 2
