@@ -151,13 +151,13 @@ def parse_config(text: str, path: str = CONFIG_FILENAME, *, max_literal_bytes: i
 
     tokenized = tokenize(text, max_literal_bytes=max_literal_bytes, path=path)
     if "\\" in text:
-        for kind, literal, offset in tokenized.tokens:
+        for kind, literal, offset in zip(tokenized.kinds, tokenized.texts, tokenized.offsets):
             if kind == "s" and "\\" in literal:
                 _check_escapes(literal, offset, tokenized, path)
     cls = model_config_class()
     message = cls()
     try:
-        build_message(tokenized.tokens, message)
+        build_message(tokenized, message)
     except Unsupported:
         message = cls()  # protobuf's own parser: the reference result and error messages
         try:
