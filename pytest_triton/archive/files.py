@@ -163,8 +163,14 @@ def open_regular(
 ) -> Iterator[BinaryIO]:
     """``path`` opened for reading once it is known to be a regular file within its size limit (see the
     module); ``limit`` replaces the kind's limit for this call (a caller with its own setting)."""
+    handle, _ = _open_checked(path, kind, root, _limit_of(kind, limits, limit))
+    with handle:
+        yield handle
+
+
+def _open_checked(path: Path, kind: FileKind, root: Path | None, limit: int) -> tuple[BinaryIO, int]:
+    """The open file and its size as ``fstat`` gave it, once every check of the module passed."""
     what = _WHAT[kind]
-    limit = _limit_of(kind, limits, limit)
     try:
         before = os.stat(path)  # no open() at all of a socket or a device: opening one can have effects
         if (special := special_kind(before.st_mode)) is not None:
@@ -183,12 +189,10 @@ def open_regular(
         if opened.st_size > limit:
             raise _too_large(path, kind, limit, size=opened.st_size)
         os.set_blocking(fd, True)
-        handle = os.fdopen(fd, "rb")
+        return os.fdopen(fd, "rb"), opened.st_size
     except BaseException:
         os.close(fd)
         raise
-    with handle:
-        yield handle
 
 
 def read_file_bytes(
@@ -201,8 +205,8 @@ def read_file_bytes(
 ) -> bytes:
     """The bytes of a regular file of ``kind``, at most its limit (see the module and :func:`open_regular`)."""
     limit = _limit_of(kind, limits, limit)
-    with open_regular(path, kind, root=root, limit=limit) as handle:
-        size = os.fstat(handle.fileno()).st_size
+    handle, size = _open_checked(path, kind, root, limit)
+    with handle:
         data = handle.read(min(size, limit) + 1)  # read(n) allocates n bytes: ask for what is there
         if len(data) > size:  # grew while read, or a /proc file that says it holds 0 bytes: read on to the limit
             data += handle.read(limit + 1 - len(data))
