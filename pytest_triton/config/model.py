@@ -171,11 +171,12 @@ def parse_config(text: str, path: str = CONFIG_FILENAME, *, max_literal_bytes: i
         except (ValueError, RecursionError) as exc:  # refused by the message itself, without a position
             raise ConfigSyntaxError(str(exc), path=path) from exc
     if "\\" in text:  # only an escape can warn, and catch_warnings costs a third of a small config's parse
-        with _quiet_escapes():
-            positions = index_tokens(tokenized)
+        with _quiet_escapes():  # unescaping happens in the scan: all of it here, inside the filter
+            positions = index_tokens(tokenized, at_once=True)
     else:
         positions = index_tokens(tokenized)
-    _reject_plus_signs(text, positions, path)
+    if "+" in text:  # reading every literal scans every field
+        _reject_plus_signs(text, positions, path)
     return ParsedConfig(message=message, text=text, path=path, positions=positions)
 
 

@@ -49,7 +49,7 @@ class PositionIndex:
     comments: dict[int, str] = field(default_factory=dict)
     # the literal of each scalar value, strings unquoted and unescaped (map keys need it:
     # protobuf maps keep no order, so an entry is found again by its written key)
-    literals: dict[Path, str] = field(default_factory=dict)
+    literals: Mapping[Path, str] = field(default_factory=dict)
 
     def find(self, *path: str | int) -> tuple[int, int]:
         """Position of ``path``, else of its nearest recorded ancestor, else (1, 1)."""
@@ -161,28 +161,67 @@ class _Scanner:
         self.literals: dict[Path, str] = {}
 
     def message(self, prefix: Path, closer: bool) -> None:
-        kinds, texts, offsets = self.kinds, self.texts, self.offsets
+        kinds, texts = self.kinds, self.texts
         counts: dict[str, int] = {}
         while self.i < self.end:
-            kind, text, offset = kinds[self.i], texts[self.i], self.token_offsets[self.i]
-            self.i += 1
-            if kind == "p":
-                if text in "}>" and closer:
+            if kinds[self.i] == "p":
+                self.i += 1
+                if texts[self.i - 1] in "}>" and closer:
                     return
                 continue  # stray separators (, ;) between fields, or an unmatched closer at the top
-            name = text.strip("[]")
-            offsets.setdefault((*prefix, name), offset)
-            if self.i < self.end and texts[self.i] == ":":
-                self.i += 1
-            if self.i >= self.end:
-                return
-            if texts[self.i] == "[":
-                self.i += 1
-                self._list(prefix, name, counts)
+            self.field(prefix, counts)
+
+    def field(self, prefix: Path, counts: dict[str, int]) -> None:
+        """The field whose name is the current token, and its value or list of values."""
+        texts = self.texts
+        name = texts[self.i].strip("[]")
+        self.offsets.setdefault((*prefix, name), self.token_offsets[self.i])
+        self.i += 1
+        if self.i < self.end and texts[self.i] == ":":
+            self.i += 1
+        if self.i >= self.end:
+            return
+        if texts[self.i] == "[":
+            self.i += 1
+            self._list(prefix, name, counts)
+        else:
+            index = counts.get(name, 0)
+            counts[name] = index + 1
+            self._value(prefix, name, index)
+
+    def top_level_fields(self) -> dict[str, list[int]]:
+        """The token index of each top-level field's name, by name, in text order; values are skipped
+        (balanced brackets, adjacent strings), not indexed."""
+        kinds, texts, end = self.kinds, self.texts, self.end
+        starts: dict[str, list[int]] = {}
+        i = 0
+        while i < end:
+            if kinds[i] == "p":
+                i += 1
+                continue
+            starts.setdefault(texts[i].strip("[]"), []).append(i)
+            i += 1
+            if i < end and texts[i] == ":":
+                i += 1
+            if i >= end:
+                break
+            if kinds[i] == "p" and texts[i] in "[{<":
+                depth = 0
+                while i < end:
+                    if kinds[i] == "p":
+                        text = texts[i]
+                        if text in "[{<":
+                            depth += 1
+                        elif text in "]}>":
+                            depth -= 1
+                    i += 1
+                    if depth == 0:
+                        break
             else:
-                index = counts.get(name, 0)
-                counts[name] = index + 1
-                self._value(prefix, name, index)
+                i += 1
+                while i < end and kinds[i] == "s" and kinds[i - 1] == "s":
+                    i += 1
+        return starts
 
     def _value(self, prefix: Path, name: str, index: int) -> None:
         i = self.i
@@ -227,25 +266,80 @@ def _unquote(literal: str) -> str:
         return inner
 
 
+class _FieldScans:
+    """The offsets and literals of each top-level field, scanned when a path under it is first asked: a config
+    of 200,000 ``parameters`` entries holds no index of them unless a finding needs one."""
+
+    def __init__(self, tokenized: Tokenized, *, at_once: bool) -> None:
+        scanner = _Scanner(tokenized)
+        self.offsets, self.literals = scanner.offsets, scanner.literals
+        if at_once:  # one pass over the whole text
+            scanner.message((), False)
+            self.scanner, self.pending = None, {}
+        else:
+            self.scanner, self.pending = scanner, scanner.top_level_fields()
+
+    def scan(self, key: object) -> None:
+        if not isinstance(key, tuple) or not key or key[0] not in self.pending or self.scanner is None:
+            return
+        counts: dict[str, int] = {}
+        for start in self.pending.pop(key[0]):
+            self.scanner.i = start
+            self.scanner.field((), counts)
+        if not self.pending:
+            self.scanner = None  # every field scanned: the tokens can go
+
+    def scan_all(self) -> None:
+        for name in list(self.pending):
+            self.scan((name,))
+
+
 class _Positions(Mapping[Path, tuple[int, int]]):
     """Field path → (line, column), kept as text offsets and turned into a position when asked:
     a config of many small fields holds one int per field instead of a tuple."""
 
-    def __init__(self, offsets: dict[Path, int], lines: _Lines) -> None:
-        self.offsets = offsets
+    def __init__(self, scans: _FieldScans, lines: _Lines) -> None:
+        self.scans = scans
         self.lines = lines
 
     def __getitem__(self, key: Path) -> tuple[int, int]:
-        return self.lines.position(self.offsets[key])
+        self.scans.scan(key)
+        return self.lines.position(self.scans.offsets[key])
 
     def __contains__(self, key: object) -> bool:
-        return key in self.offsets
+        self.scans.scan(key)
+        return key in self.scans.offsets
 
     def __iter__(self) -> Iterator[Path]:
-        return iter(self.offsets)
+        self.scans.scan_all()
+        return iter(self.scans.offsets)
 
     def __len__(self) -> int:
-        return len(self.offsets)
+        self.scans.scan_all()
+        return len(self.scans.offsets)
+
+
+class _Literals(Mapping[Path, str]):
+    """Field path → the literal of a scalar value (see :class:`PositionIndex`), scanned as positions are."""
+
+    def __init__(self, scans: _FieldScans) -> None:
+        self.scans = scans
+
+    def __getitem__(self, key: Path) -> str:
+        self.scans.scan(key)
+        return self.scans.literals[key]
+
+    def __contains__(self, key: object) -> bool:
+        self.scans.scan(key)
+        return key in self.scans.literals
+
+    def __iter__(self) -> Iterator[Path]:
+        self.scans.scan_all()
+        return iter(self.scans.literals)
+
+    def __len__(self) -> int:
+        self.scans.scan_all()
+        return len(self.scans.literals)
 
 
 def tokenize(text: str, *, max_literal_bytes: int | None = None, path: str = "config.pbtxt") -> Tokenized:
@@ -254,13 +348,13 @@ def tokenize(text: str, *, max_literal_bytes: int | None = None, path: str = "co
     return _tokenize(text, _Lines(text), max_literal_bytes, path)
 
 
-def index_tokens(tokenized: Tokenized) -> PositionIndex:
-    """Index the field positions, literals and comments of text that protobuf accepts."""
+def index_tokens(tokenized: Tokenized, *, at_once: bool = False) -> PositionIndex:
+    """Index the field positions, literals and comments of text that protobuf accepts; each top-level field is
+    scanned when first asked, or all of them now with ``at_once``."""
     if "o" in tokenized.kinds:
         tokenized = tokenized.without_other()
-    scanner = _Scanner(tokenized)
-    scanner.message((), False)
-    return PositionIndex(_Positions(scanner.offsets, tokenized.lines), tokenized.comments, scanner.literals)
+    scans = _FieldScans(tokenized, at_once=at_once)
+    return PositionIndex(_Positions(scans, tokenized.lines), tokenized.comments, _Literals(scans))
 
 
 def index_positions(text: str, *, max_literal_bytes: int | None = None, path: str = "config.pbtxt") -> PositionIndex:
