@@ -12,7 +12,9 @@ it (``read()`` never ends), a socket, a 3 GB log. Every reader goes through :fun
 - with a ``root``, refuse a path whose links lead outside it;
 - refuse text that is not UTF-8, naming the line and column of the first bad byte.
 
-Each refusal is a :class:`~pytest_triton.errors.ConfigError` that names the file, what was wrong and what to do.
+Each refusal is a :class:`RefusedFile` (a :class:`~pytest_triton.errors.ConfigError`) that names the file, what
+was wrong and what to do; its ``refusal`` and ``fact`` let a caller that reports in its own words (the linter's
+findings) tell the cases apart.
 """
 
 from __future__ import annotations
@@ -35,14 +37,20 @@ __all__ = [
     "FILE_LIMITS_ENV",
     "FileKind",
     "FileLimits",
+    "RefusedFile",
+    "leaves_root",
     "open_regular",
     "read_file_bytes",
     "read_file_text",
+    "special_kind",
 ]
 
 FILE_LIMITS_ENV = "PYTEST_TRITON_FILE_LIMITS"
-FileKind = Literal["contracts", "budgets", "samples", "ledger", "sidecar", "pyproject", "report"]
+FileKind = Literal["contracts", "budgets", "samples", "ledger", "sidecar", "pyproject", "report", "source", "config"]
+Refusal = Literal["unreadable", "not regular", "outside root", "too large"]
 _WHAT: dict[FileKind, str] = {
+    "config": "config.pbtxt",  # its limit is the linter's max_config_bytes, given per call
+    "source": "model source",
     "contracts": "contracts file",
     "budgets": "budgets file",
     "samples": "samples file",
@@ -64,6 +72,7 @@ class FileLimits:
     ledger: int = 16 * MiB  # one JSON line per cloud resource
     samples: int = 256 * MiB  # JSON lines or an .npz: its arrays unpacked count too
     report: int = 64 * MiB  # a --triton-report JSON read back by `report merge`: it keeps every latency sample
+    source: int = 8 * MiB  # a model.py the linter searches for auto_complete_config
 
     @classmethod
     def from_env(cls, name: str = FILE_LIMITS_ENV) -> FileLimits:
@@ -81,77 +90,141 @@ class FileLimits:
         return int(getattr(self, kind))
 
 
-def _kind_of(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISDIR(mode):
-        return "a folder"
+_DEFAULT_LIMITED = frozenset(field.name for field in dataclasses.fields(FileLimits))
+
+
+class RefusedFile(ConfigError):
+    """A file that was not read. ``refusal`` says why; ``fact`` says what the file is, without advice
+    (``"is a FIFO (named pipe), not a regular file; it was not read"``); ``os_error`` is the file system's error
+    when it could not be read at all."""
+
+    def __init__(
+        self, message: str, *, path: Path, refusal: Refusal, fact: str, os_error: OSError | None = None
+    ) -> None:
+        super().__init__(message, path=str(path))
+        self.refusal, self.fact, self.os_error = refusal, fact, os_error
+
+
+def special_kind(mode: int) -> str | None:
+    """What a file that is neither regular nor a folder is (``"a FIFO (named pipe)"``), else None."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
     return "not a regular file"
 
 
-def _inside(path: Path, root: Path, what: str) -> None:
-    real, base = path.resolve(), root.resolve()
-    if real != base and base not in real.parents:
-        raise ConfigError(
-            f"the {what} leads outside {str(base)!r} (to {str(real)!r}); a link may only point inside it: "
-            "copy the file in instead",
-            path=str(path),
-        )
+def leaves_root(path: Path, root: Path) -> str | None:
+    """Where ``path`` really leads when that is outside ``root`` (through a link), else None.
+
+    ``path`` is usually ``root`` joined with a relative path; when no component below ``root`` is a link it
+    stays inside, which a few lstat calls tell without resolving the whole absolute path (the linter asks
+    this for every config of a large repository)."""
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        relative = None
+    if relative is not None and ".." not in relative.parts:
+        below = root
+        for part in relative.parts:
+            below = below / part
+            if stat.S_ISLNK(os.lstat(below).st_mode):
+                break
+        else:
+            return None
+    real, base = os.path.realpath(path), os.path.realpath(root)
+    if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
+        return None
+    return real
+
+
+def _limit_of(kind: FileKind, limits: FileLimits | None, limit: int | None) -> int:
+    if limit is not None:
+        return limit
+    if kind not in _DEFAULT_LIMITED:
+        raise TypeError(f"a {_WHAT[kind]} has no limit of its own: pass limit= (kind={kind!r})")
+    return (limits or FileLimits.from_env()).of(kind)
 
 
 @contextlib.contextmanager
 def open_regular(
-    path: Path, kind: FileKind, *, root: Path | None = None, limits: FileLimits | None = None
+    path: Path,
+    kind: FileKind,
+    *,
+    root: Path | None = None,
+    limits: FileLimits | None = None,
+    limit: int | None = None,
 ) -> Iterator[BinaryIO]:
-    """``path`` opened for reading once it is known to be a regular file within its kind's size (see the module)."""
-    what = _WHAT[kind]
-    limit = (limits or FileLimits.from_env()).of(kind)
-    if root is not None:
-        _inside(path, root, what)
-    try:
-        before = os.stat(path)  # no open() at all of a socket or a device: opening one can have effects
-    except OSError as exc:
-        raise ConfigError(f"cannot read the {what}: {exc.strerror or exc}", path=str(path)) from None
-    if not stat.S_ISREG(before.st_mode):
-        raise _not_regular(path, what, before.st_mode)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
-    except OSError as exc:
-        raise ConfigError(f"cannot read the {what}: {exc.strerror or exc}", path=str(path)) from None
-    try:
-        opened = os.fstat(fd)
-        if not stat.S_ISREG(opened.st_mode):
-            raise _not_regular(path, what, opened.st_mode)
-        if opened.st_size > limit:
-            raise _too_large(path, kind, opened.st_size, limit)
-        os.set_blocking(fd, True)
-        handle = os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+    """``path`` opened for reading once it is known to be a regular file within its size limit (see the
+    module); ``limit`` replaces the kind's limit for this call (a caller with its own setting)."""
+    handle, _ = _open_checked(path, kind, root, _limit_of(kind, limits, limit))
     with handle:
         yield handle
 
 
-def read_file_bytes(path: Path, kind: FileKind, *, root: Path | None = None, limits: FileLimits | None = None) -> bytes:
-    """The bytes of a regular file of ``kind``, at most its limit (see the module)."""
-    limits = limits or FileLimits.from_env()
-    with open_regular(path, kind, root=root, limits=limits) as handle:
-        data = handle.read(limits.of(kind) + 1)
-    if len(data) > limits.of(kind):
-        raise _too_large(path, kind, len(data), limits.of(kind), grew=True)
+def _open_checked(path: Path, kind: FileKind, root: Path | None, limit: int) -> tuple[BinaryIO, int]:
+    """The open file and its size as ``fstat`` gave it, once every check of the module passed."""
+    what = _WHAT[kind]
+    try:
+        before = os.stat(path)  # no open() at all of a socket or a device: opening one can have effects
+        if (special := special_kind(before.st_mode)) is not None:
+            raise _not_regular(path, what, special)
+        if root is not None and (outside := leaves_root(path, root)) is not None:
+            raise _outside(path, root, what, outside)
+        if not stat.S_ISREG(before.st_mode):
+            raise _not_regular(path, what, "a folder")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise _unreadable(path, what, exc) from None
+    try:
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode):  # swapped since the stat above
+            raise _not_regular(path, what, special_kind(opened.st_mode) or "a folder")
+        if opened.st_size > limit:
+            raise _too_large(path, kind, limit, size=opened.st_size)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb"), opened.st_size
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_file_bytes(
+    path: Path,
+    kind: FileKind,
+    *,
+    root: Path | None = None,
+    limits: FileLimits | None = None,
+    limit: int | None = None,
+) -> bytes:
+    """The bytes of a regular file of ``kind``, at most its limit (see the module and :func:`open_regular`)."""
+    limit = _limit_of(kind, limits, limit)
+    handle, size = _open_checked(path, kind, root, limit)
+    with handle:
+        data = handle.read(min(size, limit) + 1)  # read(n) allocates n bytes: ask for what is there
+        if len(data) > size:  # grew while read, or a /proc file that says it holds 0 bytes: read on to the limit
+            data += handle.read(limit + 1 - len(data))
+    if len(data) > limit:
+        raise _too_large(path, kind, limit)
     return data
 
 
-def read_file_text(path: Path, kind: FileKind, *, root: Path | None = None, limits: FileLimits | None = None) -> str:
+def read_file_text(
+    path: Path,
+    kind: FileKind,
+    *,
+    root: Path | None = None,
+    limits: FileLimits | None = None,
+    limit: int | None = None,
+) -> str:
     """The UTF-8 text of a regular file of ``kind``; a byte that is not UTF-8 is a ConfigError at its line:col."""
-    data = read_file_bytes(path, kind, root=root, limits=limits)
+    data = read_file_bytes(path, kind, root=root, limits=limits, limit=limit)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -166,19 +239,45 @@ def read_file_text(path: Path, kind: FileKind, *, root: Path | None = None, limi
         ) from None
 
 
-def _not_regular(path: Path, what: str, mode: int) -> ConfigError:
-    link = f" (a link to {os.path.realpath(path)})" if os.path.islink(path) else ""
-    return ConfigError(
-        f"the {what}{link} is {_kind_of(mode)}, not a regular file; not read (a pipe would wait for a writer, "
-        "a device never ends): give the path of a regular file",
-        path=str(path),
+def _unreadable(path: Path, what: str, exc: OSError) -> RefusedFile:
+    strerror = exc.strerror or str(exc)
+    return RefusedFile(
+        f"cannot read the {what}: {strerror}",
+        path=path,
+        refusal="unreadable",
+        fact=f"cannot be read: {strerror}",
+        os_error=exc,
     )
 
 
-def _too_large(path: Path, kind: FileKind, size: int, limit: int, *, grew: bool = False) -> ConfigError:
-    how = "grew past" if grew else f"holds {size:,} bytes, over"
-    return ConfigError(
+def _not_regular(path: Path, what: str, kind_of_file: str) -> RefusedFile:
+    link = f" (a link to {os.path.realpath(path)})" if os.path.islink(path) else ""
+    return RefusedFile(
+        f"the {what}{link} is {kind_of_file}, not a regular file; not read (a pipe would wait for a writer, "
+        "a device never ends): give the path of a regular file",
+        path=path,
+        refusal="not regular",
+        fact=f"is {kind_of_file}, not a regular file; it was not read",
+    )
+
+
+def _outside(path: Path, root: Path, what: str, real: str) -> RefusedFile:
+    return RefusedFile(
+        f"the {what} leads outside {os.path.realpath(root)!r} (to {real!r}); a link may only point inside it: "
+        "copy the file in instead",
+        path=path,
+        refusal="outside root",
+        fact=f"is a link that leads out of {str(root)!r} (to {real!r}); it was not read",
+    )
+
+
+def _too_large(path: Path, kind: FileKind, limit: int, *, size: int | None = None) -> RefusedFile:
+    how = "grew past" if size is None else f"holds {size:,} bytes, over"
+    raise_it = f", or raise the limit with {FILE_LIMITS_ENV}={kind}=SIZE (K, M, G suffixes)"
+    return RefusedFile(
         f"the {_WHAT[kind]} {how} the {limit:,} bytes a {_WHAT[kind]} may hold; check that the path names the "
-        f"right file, or raise the limit with {FILE_LIMITS_ENV}={kind}=SIZE (K, M, G suffixes)",
-        path=str(path),
+        f"right file{raise_it if kind in _DEFAULT_LIMITED else ''}",
+        path=path,
+        refusal="too large",
+        fact=f"holds more than {limit:,} bytes" if size is None else f"is {size:,} bytes",
     )

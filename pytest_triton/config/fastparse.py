@@ -20,8 +20,7 @@ from typing import Any
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.descriptor import FieldDescriptor
 
-# the token tuples of pytest_triton.config.positions: (kind letter, text, offset)
-Token = tuple[str, str, int]
+from pytest_triton.config.positions import Tokenized
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _INT = re.compile(r"-?(?:0|[1-9][0-9]*)\Z")
@@ -57,21 +56,18 @@ def _is_map(field: FieldDescriptor) -> bool:
 
 
 class _Builder:
-    def __init__(self, tokens: list[Token]) -> None:
-        self.tokens = tokens
-        self.end = len(self.tokens)
+    def __init__(self, tokens: Tokenized) -> None:
+        self.kinds, self.texts = tokens.kinds, tokens.texts
+        self.end = len(self.kinds)
         self.i = 0
 
-    def text(self) -> str:
-        return self.tokens[self.i][1] if self.i < self.end else ""
-
     def expect(self, text: str) -> None:
-        if self.i >= self.end or self.tokens[self.i][0] != "p" or self.tokens[self.i][1] != text:
+        if self.i >= self.end or self.kinds[self.i] != "p" or self.texts[self.i] != text:
             raise Unsupported
         self.i += 1
 
     def try_take(self, text: str) -> bool:
-        if self.i < self.end and self.tokens[self.i][0] == "p" and self.tokens[self.i][1] == text:
+        if self.i < self.end and self.kinds[self.i] == "p" and self.texts[self.i] == text:
             self.i += 1
             return True
         return False
@@ -86,7 +82,7 @@ class _Builder:
                 if closer is None:
                     return
                 raise Unsupported
-            kind, name, _ = self.tokens[self.i]
+            kind, name = self.kinds[self.i], self.texts[self.i]
             if closer is not None and kind == "p" and name == closer:
                 self.i += 1
                 return
@@ -154,7 +150,7 @@ class _Builder:
     def _scalar(self, message: Any, field: FieldDescriptor) -> None:
         if self.i >= self.end:
             raise Unsupported
-        kind, text, _ = self.tokens[self.i]
+        kind, text = self.kinds[self.i], self.texts[self.i]
         self.i += 1
         value: Any
         kind_of = field.type
@@ -162,8 +158,8 @@ class _Builder:
             if kind != "s":
                 raise Unsupported
             parts = [text]
-            while self.i < self.end and self.tokens[self.i][0] == "s":
-                parts.append(self.tokens[self.i][1])
+            while self.i < self.end and self.kinds[self.i] == "s":
+                parts.append(self.texts[self.i])
                 self.i += 1
             if any("\\" in part for part in parts):
                 raise Unsupported  # escapes: protobuf's own unescaping decides
@@ -198,9 +194,9 @@ class _Builder:
             setattr(message, field.name, value)
 
 
-def build_message(tokens: list[Token], message: Any) -> None:
+def build_message(tokens: Tokenized, message: Any) -> None:
     """Fill ``message`` from ``tokens``; raise :class:`Unsupported` for anything outside the subset."""
-    if any(token[0] == "o" for token in tokens):
+    if "o" in tokens.kinds:
         raise Unsupported
     try:
         _Builder(tokens).fields(message, None)

@@ -151,13 +151,13 @@ def parse_config(text: str, path: str = CONFIG_FILENAME, *, max_literal_bytes: i
 
     tokenized = tokenize(text, max_literal_bytes=max_literal_bytes, path=path)
     if "\\" in text:
-        for kind, literal, offset in tokenized.tokens:
+        for kind, literal, offset in zip(tokenized.kinds, tokenized.texts, tokenized.offsets):
             if kind == "s" and "\\" in literal:
                 _check_escapes(literal, offset, tokenized, path)
     cls = model_config_class()
     message = cls()
     try:
-        build_message(tokenized.tokens, message)
+        build_message(tokenized, message)
     except Unsupported:
         message = cls()  # protobuf's own parser: the reference result and error messages
         try:
@@ -171,11 +171,12 @@ def parse_config(text: str, path: str = CONFIG_FILENAME, *, max_literal_bytes: i
         except (ValueError, RecursionError) as exc:  # refused by the message itself, without a position
             raise ConfigSyntaxError(str(exc), path=path) from exc
     if "\\" in text:  # only an escape can warn, and catch_warnings costs a third of a small config's parse
-        with _quiet_escapes():
-            positions = index_tokens(tokenized)
+        with _quiet_escapes():  # unescaping happens in the scan: all of it here, inside the filter
+            positions = index_tokens(tokenized, at_once=True)
     else:
         positions = index_tokens(tokenized)
-    _reject_plus_signs(text, positions, path)
+    if "+" in text:  # reading every literal scans every field
+        _reject_plus_signs(text, positions, path)
     return ParsedConfig(message=message, text=text, path=path, positions=positions)
 
 

@@ -25,6 +25,8 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from pytest_triton.archive.files import RefusedFile
+from pytest_triton.archive.files import read_file_bytes
 from pytest_triton.config import CONFIG_FILENAME
 from pytest_triton.config.model import decode_config
 from pytest_triton.config.model import parse_config
@@ -33,8 +35,6 @@ from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.context import Reporter
 from pytest_triton.lint.context import RepositoryContext
 from pytest_triton.lint.context import read_version
-from pytest_triton.lint.files import RefusedFile
-from pytest_triton.lint.files import read_bounded
 from pytest_triton.lint.finding import Finding
 from pytest_triton.lint.limits import LintLimits
 from pytest_triton.lint.limits import describe
@@ -136,21 +136,20 @@ def _read_config_bytes(config: Path, reporter: Reporter, model: Path) -> bytes |
     over the size limit)."""
     limit = reporter.limits.max_config_bytes
     try:
-        return read_bounded(config, root=model.parent, limit=limit)
+        return read_file_bytes(config, "config", root=model.parent, limit=limit)
     except RefusedFile as refused:
-        if refused.rule == "size":
-            message = f"config.pbtxt {refused.reason}, over the limit {describe('max_config_bytes', limit)}"
+        if refused.os_error is not None:
+            reason = describe_access(config, refused.os_error)
+            reporter.add("C003", config, f"cannot read config: {reason}", "check permissions", model=model)
+        elif refused.refusal == "too large":
+            message = f"config.pbtxt {refused.fact}, over the limit {describe('max_config_bytes', limit)}"
             hint = "a model config is a few kilobytes: generated content belongs in the model's files"
             reporter.add("C004", config, message, hint, line=1, col=1, model=model)
-        elif refused.rule == "L114":
+        elif refused.refusal == "outside root":
             hint = "Triton reads it, but the linter quotes only the repository's own files: copy it in"
-            reporter.add("L114", config, f"config.pbtxt {refused.reason}", hint, model=model)
+            reporter.add("L114", config, f"config.pbtxt {refused.fact}", hint, model=model)
         else:
-            reporter.add("C003", config, f"config.pbtxt {refused.reason}", "make it a plain text file", model=model)
-    except OSError as exc:
-        reporter.add(
-            "C003", config, f"cannot read config: {describe_access(config, exc)}", "check permissions", model=model
-        )
+            reporter.add("C003", config, f"config.pbtxt {refused.fact}", "make it a plain text file", model=model)
     return None
 
 

@@ -17,7 +17,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_triton.lint.files import special_kind
+from pytest_triton.archive.files import special_kind
 
 if TYPE_CHECKING:
     from pytest_triton.lint.context import Reporter

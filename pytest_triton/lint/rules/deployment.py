@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pytest_triton.archive.files import RefusedFile
 from pytest_triton.archive.model_tar import DEFAULT_MODEL_ENV
-from pytest_triton.archive.model_tar import parse_env
+from pytest_triton.archive.model_tar import read_env_file
 from pytest_triton.archive.model_tar import sidecar_env
 from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.context import RepositoryContext
-from pytest_triton.lint.files import RefusedFile
-from pytest_triton.lint.files import read_bounded
 from pytest_triton.lint.rules.family import Family
 from pytest_triton.lint.rules.family import RuleTable
 from pytest_triton.lint.walk import describe_access
@@ -31,8 +30,6 @@ RULES: RuleTable = [  # D601 and D606-D611 are reported while a model.tar.gz is 
     ("D612", "error", "the model.tar.gz.env sidecar is not a small regular file beside the archive"),
 ]
 
-SIDECAR_LIMIT = 64 << 10  # a few KEY=VALUE lines; more is not an environment file
-
 
 def _sidecar_default(repo: RepositoryContext, archive: Path) -> str | None:
     """SAGEMAKER_TRITON_DEFAULT_MODEL_NAME from ``<archive>.env``, read only if it is a small regular file
@@ -41,13 +38,12 @@ def _sidecar_default(repo: RepositoryContext, archive: Path) -> str | None:
     if not os.path.lexists(sidecar):
         return None
     try:
-        data = read_bounded(sidecar, root=archive.parent, limit=SIDECAR_LIMIT)
-    except (RefusedFile, OSError) as exc:
-        reason = exc.reason if isinstance(exc, RefusedFile) else describe_access(sidecar, exc)
+        return read_env_file(sidecar, root=archive.parent).get(DEFAULT_MODEL_ENV)
+    except RefusedFile as refused:
+        reason = refused.fact if refused.os_error is None else describe_access(sidecar, refused.os_error)
         hint = f"write {sidecar.name} as a plain text file of KEY=VALUE lines beside the archive, or remove it"
         repo.reporter.add("D612", sidecar, f"sidecar {sidecar.name} {reason}", hint)
         return None
-    return parse_env(data.decode("utf-8", "replace")).get(DEFAULT_MODEL_ENV)
 
 
 def check_sagemaker_default_model(repo: RepositoryContext) -> None:

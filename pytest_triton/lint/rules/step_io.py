@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_triton.archive.files import RefusedFile
+from pytest_triton.archive.files import read_file_bytes
 from pytest_triton.lint.context import ModelContext
-from pytest_triton.lint.files import RefusedFile
-from pytest_triton.lint.files import read_bounded
 from pytest_triton.lint.rules.onnx_model import autocompleted
 from pytest_triton.lint.rules.onnx_model import model_files
 from pytest_triton.lint.rules.schema_common import normalized
 
 ENSEMBLE_PLATFORM = "ensemble"  # the platform of an ensemble config
-_MODEL_PY_LIMIT = 8 << 20  # a model.py larger than this is not searched for auto_complete_config
 
 
 def step_io(step_model: ModelContext) -> tuple[Any, frozenset[str]]:
@@ -56,8 +55,8 @@ def _python_completes(step_model: ModelContext) -> bool:
         if step_model.repository is not None and not step_model.repository.holds_content(path):
             return True
         try:
-            source = read_bounded(path, root=step_model.folder, limit=_MODEL_PY_LIMIT)
-        except (RefusedFile, OSError):
+            source = read_file_bytes(path, "source", root=step_model.folder)
+        except RefusedFile:
             return True
         if b"auto_complete_config" in source:
             return True

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_triton.archive.files import FileLimits
+from pytest_triton.archive.files import RefusedFile
 from pytest_triton.archive.files import read_file_bytes
 from pytest_triton.archive.files import read_file_text
 from pytest_triton.errors import ConfigError
@@ -164,3 +165,30 @@ def test_a_ledger_that_is_a_dev_zero_link_is_refused(tmp_path: Path) -> None:
     outcome = within(5, lambda: Ledger.read(journal))
     assert isinstance(outcome, ConfigError)
     assert "ledger file (a link to /dev/zero) is a character device" in str(outcome)
+
+
+def test_a_per_call_limit_replaces_the_kinds_and_the_refusal_says_why(tmp_path: Path) -> None:
+    path = tmp_path / "config.pbtxt"
+    path.write_bytes(b"#" * 2048)
+    with pytest.raises(RefusedFile) as refused:
+        read_file_bytes(path, "config", limit=1024)
+    assert (refused.value.refusal, refused.value.fact) == ("too large", "is 2,048 bytes")
+    assert "PYTEST_TRITON_FILE_LIMITS" not in str(refused.value)  # the caller's own setting, not the kind's
+    assert read_file_bytes(path, "config", limit=2048) == b"#" * 2048
+
+
+def test_a_device_linked_out_of_its_root_is_named_as_a_device(tmp_path: Path) -> None:
+    (tmp_path / "model.tar.gz.env").symlink_to("/dev/zero")
+    outcome = within(5, lambda: read_file_bytes(tmp_path / "model.tar.gz.env", "sidecar", root=tmp_path))
+    assert isinstance(outcome, RefusedFile)
+    assert (outcome.refusal, outcome.fact) == (
+        "not regular",
+        "is a character device, not a regular file; it was not read",
+    )
+
+
+def test_a_missing_file_keeps_the_file_systems_error(tmp_path: Path) -> None:
+    with pytest.raises(RefusedFile) as refused:
+        read_file_bytes(tmp_path / "nope", "sidecar")
+    assert refused.value.refusal == "unreadable"
+    assert isinstance(refused.value.os_error, FileNotFoundError)

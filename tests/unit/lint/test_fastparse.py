@@ -34,7 +34,7 @@ PIECES = [
 def fast(text: str) -> Any:
     message = model_config_class()()
     try:
-        build_message(tokenize(text).tokens, message)
+        build_message(tokenize(text), message)
     except Unsupported:
         return None
     return message

@@ -51,7 +51,7 @@ def test_a_special_file_in_a_model_folder_is_reported(tmp_path: Path, kind: str)
     assert f"{str(special)!r} is {what}" in finding.message
 
 
-@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "too-large", "linked-out"])
 def test_a_special_sidecar_of_an_archive_is_refused_with_a_finding(tmp_path: Path, kind: str) -> None:
     source = tmp_path / "src"
     python_model(source, "a")
@@ -60,10 +60,28 @@ def test_a_special_sidecar_of_an_archive_is_refused_with_a_finding(tmp_path: Pat
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(source, arcname=".")
     sidecar = tmp_path / "model.tar.gz.env"
-    os.mkfifo(sidecar) if kind == "fifo" else sidecar.symlink_to("/dev/zero")
+    outside = tmp_path / "outside.env"
+    outside.write_text("SAGEMAKER_TRITON_DEFAULT_MODEL_NAME=a\n")
+    if kind == "fifo":
+        os.mkfifo(sidecar)
+    elif kind == "dev-zero":
+        sidecar.symlink_to("/dev/zero")
+    elif kind == "too-large":
+        sidecar.write_text("SAGEMAKER_TRITON_DEFAULT_MODEL_NAME=a\n" + "#" * 70_000)
+    else:
+        (tmp_path / "sub").mkdir()
+        sidecar = tmp_path / "sub" / "model.tar.gz.env"
+        archive = archive.rename(tmp_path / "sub" / "model.tar.gz")
+        sidecar.symlink_to(outside)
     findings = {f.rule: f for f in lint_within_deadline(archive)}
     assert findings["D612"].path == str(sidecar)
-    assert findings["D612"].message.startswith("sidecar model.tar.gz.env is a ")
+    expected = {
+        "fifo": "is a FIFO (named pipe), not a regular file",
+        "dev-zero": "is a character device, not a regular file",
+        "too-large": "is 70,038 bytes",
+        "linked-out": f"is a link that leads out of {str(sidecar.parent)!r}",
+    }[kind]
+    assert findings["D612"].message.startswith(f"sidecar model.tar.gz.env {expected}")
     assert "D602" in findings  # read as no sidecar: two models and no default named
 
 
