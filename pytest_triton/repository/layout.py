@@ -98,14 +98,13 @@ def clone_or_copy(src: str, dst: str) -> str:
     return dst
 
 
-def stage_copy(source: Path, dest: Path, *, link_large_files: bool = True) -> Path:
+def stage_copy(source: Path, dest: Path) -> Path:
     """Copy ``source`` to ``dest`` for a server to use: the server then writes only into the copy.
 
     The python backend imports each model.py where it lies and writes ``__pycache__`` beside it, so serving
     the user's folder in place would change it. Every file is a clone or a copy (:func:`clone_or_copy`), never
     a link: a write to the staged copy (a model that caches into its folder, a test that edits a staged
-    file) must not change the user's original. ``link_large_files`` is kept for callers and has no effect.
-    ``__pycache__`` folders are left out.
+    file) must not change the user's original. ``__pycache__`` folders are left out.
     """
     require_folder(source, "model repository")
     if dest.exists():

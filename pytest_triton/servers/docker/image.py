@@ -183,7 +183,7 @@ def stage_for_image(source: Path, dest: Path, facts: ImageFacts, *, gpu: bool) -
     models (:class:`~pytest_triton.repository.onnx_adapter.AdaptedModel`)."""
     from pytest_triton.repository.layout import stage_copy
 
-    stage_copy(source, dest, link_large_files=False)
+    stage_copy(source, dest)
     return adapt_for_image(dest, facts, gpu=gpu)
 
 
