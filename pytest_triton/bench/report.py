@@ -64,7 +64,6 @@ class ReportData:
     relative: tuple[RelativeResult, ...] = ()
     parity: tuple[ParityRecord, ...] = ()
     provenance: Provenance | None = None
-    explanations: tuple[str, ...] = ()
 
 
 def _data(data: ReportData | Sequence[VariantResult]) -> ReportData:
@@ -230,7 +229,6 @@ def to_json(data: ReportData | Sequence[VariantResult]) -> dict[str, Any]:
         "results": [r.as_dict() for r in data.results],
         "relative": [r.as_dict() for r in data.relative],
         "parity": [p.as_dict() for p in data.parity],
-        "explanations": list(data.explanations),
     }
 
 
@@ -311,9 +309,6 @@ def to_markdown(data: ReportData | Sequence[VariantResult]) -> str:
         lines += ["## Verdicts in detail", ""]
         for result in data.results:
             lines += _variant_details(result)
-    if data.explanations:
-        lines += ["## Reading this report", ""]
-        lines += [f"- {text}" for text in data.explanations] + [""]
     return "\n".join(lines)
 
 

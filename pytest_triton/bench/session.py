@@ -71,6 +71,12 @@ class LateNote(Protocol):
     @property
     def placeholder(self) -> str: ...
 
+    @classmethod
+    def read_late(cls, notes: Sequence[Any], *, wait_s: float, progress: Callable[[str], None]) -> list[str]:
+        """The note of each of ``notes`` (all of this kind, read together), waiting up to ``wait_s`` seconds;
+        ``progress`` gets lines for the terminal."""
+        ...
+
 
 @final
 class TritonBench:
@@ -103,7 +109,6 @@ class TritonBench:
         self.results: list[VariantResult] = []
         self.relative: list[RelativeResult] = []
         self.parity: list[ParityRecord] = []
-        self.explanations: list[str] = []
         self.triton_version: str | None = None
         # contracts' own budget files, by path: the file and the variants held to it
         self.declared_budgets: dict[Path, tuple[BudgetFile, list[str]]] = {}
@@ -194,6 +199,22 @@ class TritonBench:
             changed.append(self.results[index])
         self.late = []
         return changed
+
+    def read_late(self, *, wait_s: float, progress: Callable[[str], None]) -> dict[str, list[str]]:
+        """Read every late note (each kind reads its own together, waiting up to ``wait_s`` seconds) and
+        :meth:`settle` them; returns the notes by variant."""
+        positions: dict[type[LateNote], list[int]] = {}
+        for position, (_, late) in enumerate(self.late):
+            positions.setdefault(type(late), []).append(position)
+        notes = [late.placeholder for _, late in self.late]
+        for kind, where in positions.items():
+            read = kind.read_late([self.late[position][1] for position in where], wait_s=wait_s, progress=progress)
+            for position, note in zip(where, read):
+                notes[position] = note
+        by_variant: dict[str, list[str]] = {}
+        for result, note in zip(self.settle(notes), notes):
+            by_variant.setdefault(result.variant, []).append(note)
+        return by_variant
 
     def record_skipped(self, variant: str, reason: str) -> VariantResult:
         """Record ``variant`` as SKIPPED with ``reason``: shown in the report, never as passed.
@@ -434,10 +455,6 @@ class TritonBench:
         self.parity.append(record)
         return record
 
-    def explain(self, text: str) -> None:
-        """Add a paragraph to the report's "how to read this" section (e.g. what a measurement showed)."""
-        self.explanations.append(text)
-
     def check(self, result: VariantResult | SideBySide, *, allow_unstable: bool | None = None) -> None:
         """Assert ``result`` (one variant, or a side-by-side run with its relative budgets) is within budget.
 
@@ -470,9 +487,7 @@ class TritonBench:
             unstable=self.unstable,
             enforcement=self.enforcement_text(),
         )
-        return ReportData(
-            tuple(self.results), tuple(self.relative), tuple(self.parity), provenance, tuple(self.explanations)
-        )
+        return ReportData(tuple(self.results), tuple(self.relative), tuple(self.parity), provenance)
 
     def summary_lines(self) -> list[str]:
         """The terminal tables (empty when nothing was measured, skipped or compared)."""

@@ -41,17 +41,20 @@ CONTRACTS_KEY = pytest.StashKey[ContractsState]()
 
 def load_contracts(config: pytest.Config) -> None:
     """Read and validate every contracts file (an invalid one is a usage error: the run stops before tests)."""
+    from pytest_triton.plugin.options import contract_paths
+
+    state = config.stash[CONTRACTS_KEY] = ContractsState()
+    paths = contract_paths(config)
+    if not paths:  # nothing to read: the contracts code is not imported
+        return
     from pytest_triton.contracts import load_declaration
     from pytest_triton.errors import ConfigError
-    from pytest_triton.plugin.options import contract_paths
     from pytest_triton.servers.registry import launcher_class
 
-    state = ContractsState()
     try:
-        state.declarations = [load_declaration(path, check_launcher=launcher_class) for path in contract_paths(config)]
+        state.declarations = [load_declaration(path, check_launcher=launcher_class) for path in paths]
     except ConfigError as exc:
         raise pytest.UsageError(f"invalid contracts file: {exc}") from exc
-    config.stash[CONTRACTS_KEY] = state
 
 
 class ContractFile(pytest.File):

@@ -93,8 +93,11 @@ def check_settings(name: str, settings: Mapping[str, object]) -> None:
     """ConfigError where ``settings`` (None values are not given) has a key launcher ``name`` does not read.
 
     A launcher lists its keys in a class attribute ``setting_keys`` (key → what it does); one without it (an
-    older package's) is not checked.
+    older package's) is not checked. A built-in launcher given no settings is not imported: a session that
+    never serves pays nothing for it.
     """
+    if name in _BUILTIN and name not in _registered and all(value is None for value in settings.values()):
+        return
     keys: Mapping[str, str] | None = getattr(launcher_class(name), "setting_keys", None)
     if keys is None:
         return
@@ -107,3 +110,12 @@ def check_settings(name: str, settings: Mapping[str, object]) -> None:
             f"setting {unknown[0]}={settings[unknown[0]]!r} is not one the {name!r} launcher reads "
             f"(--triton-setting, ini triton_settings); its settings: {known}"
         )
+
+
+def end_session(name: str, run: str) -> None:
+    """Let launcher ``name`` clean up what session run ``run`` left (its workers' too, even killed ones): its
+    ``end_session(run)`` class method, where it has one. The pytest controller calls this once its session ends.
+    """
+    ending = getattr(launcher_class(name), "end_session", None)
+    if ending is not None:
+        ending(run)

@@ -46,6 +46,7 @@ from pytest_triton.servers.docker.container import container_settings
 from pytest_triton.servers.docker.engine import CONTAINER_PORTS
 from pytest_triton.servers.docker.image import CONTAINER_REPOSITORY
 from pytest_triton.servers.docker.image import stage_for_image
+from pytest_triton.servers.docker.owners import end_of_run
 from pytest_triton.servers.server import Budget
 from pytest_triton.servers.server import ServerBase
 from pytest_triton.servers.server import tritonserver_args
@@ -132,6 +133,12 @@ class DockerLauncher(ServerBase):
         timeout = float(options.setting("container_startup_timeout", DEFAULT_CONTAINER_STARTUP_TIMEOUT))
         image = str(options.setting("image", DEFAULT_IMAGE))
         return cls(folder, image=image, **container_settings(options), **{**common, "startup_timeout": timeout})
+
+    @classmethod
+    def end_session(cls, run: str) -> None:
+        """Remove the session run's containers that are ours or whose owner is provably dead (an xdist worker
+        whose reaper was killed with it): the controller's clean-up, once its session ends."""
+        end_of_run(run)
 
     @property
     def backends(self) -> frozenset[str]:
