@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from pytest_triton.client.triton import TritonClients
     from pytest_triton.plugin.server_factory import TritonServerFactory
     from pytest_triton.repository.builder import RepositoryBuilder
-    from pytest_triton.servers.base import TritonServer
+    from pytest_triton.servers.protocol import TritonServer
 
 MARKERS = {
     "triton_gpu": "Test needs a GPU; runs only with --triton-gpu (short form --gpu)",

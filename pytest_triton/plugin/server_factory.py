@@ -22,10 +22,10 @@ from pytest_triton.plugin import options
 from pytest_triton.plugin.state import STATE_KEY
 from pytest_triton.plugin.state import SessionState
 from pytest_triton.plugin.state import session_state
-from pytest_triton.servers.base import ServeOptions
-from pytest_triton.servers.base import TritonServer
 from pytest_triton.servers.factory import ServerFactory
 from pytest_triton.servers.logs import without_gpu_noise
+from pytest_triton.servers.protocol import ServeOptions
+from pytest_triton.servers.protocol import TritonServer
 
 if TYPE_CHECKING:
     from pytest_triton.bench.session import TritonBench

@@ -14,7 +14,7 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_triton.bench.session import TritonBench
-    from pytest_triton.servers.base import TritonServer
+    from pytest_triton.servers.protocol import TritonServer
 
 
 @dataclass

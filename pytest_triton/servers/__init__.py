@@ -13,10 +13,8 @@ from typing import Any
 
 if TYPE_CHECKING:
     from pytest_triton.client.urls import ServerUrls as ServerUrls
-    from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT as DEFAULT_STARTUP_TIMEOUT
-    from pytest_triton.servers.base import Prepared as Prepared
-    from pytest_triton.servers.base import ServeOptions as ServeOptions
-    from pytest_triton.servers.base import TritonServer as TritonServer
+    from pytest_triton.servers.base import Runner as Runner
+    from pytest_triton.servers.base import ServerBase as ServerBase
     from pytest_triton.servers.binary import TritonBinary as TritonBinary
     from pytest_triton.servers.binary import find_tritonserver as find_tritonserver
     from pytest_triton.servers.control import ModelControl as ModelControl
@@ -25,31 +23,33 @@ if TYPE_CHECKING:
     from pytest_triton.servers.ports import PortReservation as PortReservation
     from pytest_triton.servers.ports import free_port as free_port
     from pytest_triton.servers.ports import reserve_ports as reserve_ports
+    from pytest_triton.servers.protocol import DEFAULT_STARTUP_TIMEOUT as DEFAULT_STARTUP_TIMEOUT
+    from pytest_triton.servers.protocol import Prepared as Prepared
+    from pytest_triton.servers.protocol import ServeOptions as ServeOptions
+    from pytest_triton.servers.protocol import TritonServer as TritonServer
     from pytest_triton.servers.registry import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
     from pytest_triton.servers.registry import launcher_class as launcher_class
     from pytest_triton.servers.registry import launcher_names as launcher_names
     from pytest_triton.servers.registry import register_launcher as register_launcher
-    from pytest_triton.servers.server import Runner as Runner
-    from pytest_triton.servers.server import ServerBase as ServerBase
     from pytest_triton.servers.url import UrlLauncher as UrlLauncher
     from pytest_triton.servers.wait import Poll as Poll
     from pytest_triton.servers.wait import wait_until as wait_until
 
 _WHERE = {
-    "DEFAULT_STARTUP_TIMEOUT": "pytest_triton.servers.base",
+    "DEFAULT_STARTUP_TIMEOUT": "pytest_triton.servers.protocol",
     "ENTRY_POINT_GROUP": "pytest_triton.servers.registry",
     "LocalLauncher": "pytest_triton.servers.local.launcher",
     "ModelControl": "pytest_triton.servers.control",
     "Poll": "pytest_triton.servers.wait",
     "PortReservation": "pytest_triton.servers.ports",
-    "Prepared": "pytest_triton.servers.base",
-    "Runner": "pytest_triton.servers.server",
-    "ServeOptions": "pytest_triton.servers.base",
-    "ServerBase": "pytest_triton.servers.server",
+    "Prepared": "pytest_triton.servers.protocol",
+    "Runner": "pytest_triton.servers.base",
+    "ServeOptions": "pytest_triton.servers.protocol",
+    "ServerBase": "pytest_triton.servers.base",
     "ServerFactory": "pytest_triton.servers.factory",
     "ServerUrls": "pytest_triton.client.urls",
     "TritonBinary": "pytest_triton.servers.binary",
-    "TritonServer": "pytest_triton.servers.base",
+    "TritonServer": "pytest_triton.servers.protocol",
     "UrlLauncher": "pytest_triton.servers.url",
     "find_tritonserver": "pytest_triton.servers.binary",
     "free_port": "pytest_triton.servers.ports",

@@ -9,7 +9,7 @@ testcontainers, the SageMaker ones boto3). Other packages add launchers through 
     my-cluster = "my_package.triton:ClusterLauncher"
 
 or, for a launcher defined in a test suite's own conftest.py, by calling :func:`register_launcher`. A
-launcher class follows :class:`~pytest_triton.servers.base.TritonServer`; ``--triton-launcher NAME``
+launcher class follows :class:`~pytest_triton.servers.protocol.TritonServer`; ``--triton-launcher NAME``
 (pytest) and ``--launcher NAME`` (``python -m pytest_triton serve``) pick it.
 """
 
