@@ -136,8 +136,7 @@ class DockerLauncher(ServerBase):
 
     @classmethod
     def end_session(cls, run: str) -> None:
-        """Remove the session run's containers that are ours or whose owner is provably dead (an xdist worker
-        whose reaper was killed with it): the controller's clean-up, once its session ends."""
+        """At the session's end: remove the run's containers that are ours or whose owner is provably dead."""
         end_of_run(run)
 
     @property
