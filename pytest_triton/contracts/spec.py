@@ -134,9 +134,8 @@ class OutputCheck:
 
     name: str
     tolerance: Tolerance | None = None
-    argmax: bool = False
-    top_k: int | None = None
-    cosine: float | None = None
+    # derived check key → its setting (contracts/checks.py's DERIVED_CHECKS): {"argmax": True, "top_k": 3}
+    derived: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
 
 @final
