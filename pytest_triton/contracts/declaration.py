@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_triton.bench.stats import PERCENTILES
 from pytest_triton.contracts.checks import DERIVED_CHECKS
 from pytest_triton.contracts.checks import OUTPUT_KEYS
 from pytest_triton.contracts.declaration_streams import check_streams
-from pytest_triton.contracts.spec import PERCENTILES
 from pytest_triton.contracts.spec import PRECISIONS
 from pytest_triton.contracts.spec import PROTOCOLS
 from pytest_triton.contracts.spec import REQUIREMENTS

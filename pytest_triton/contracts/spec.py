@@ -17,7 +17,6 @@ from pytest_triton.parity.tensors import TOLERANCE_PRESETS
 from pytest_triton.parity.tensors import Tolerance
 
 __all__ = [
-    "PERCENTILES",
     "PRECISIONS",
     "PROTOCOLS",
     "REQUIREMENTS",
@@ -42,7 +41,6 @@ PRECISIONS = ("fp32", "tf32", "fp16", "int8")
 REQUIREMENTS = ("gpu", "tensorrt")
 # "stream": gRPC bidirectional streaming, every response of a decoupled model (client/streaming.py)
 PROTOCOLS = ("http", "grpc", "stream")
-PERCENTILES = (50, 90, 95, 99)
 
 
 def precision_tolerance(precision: str) -> Tolerance:
