@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import asdict
 from dataclasses import dataclass
 from dataclasses import fields
 from typing import Any
@@ -53,7 +54,7 @@ class StreamLatency:
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return asdict(self)
 
 
 def _percentiles_ms(values_s: Sequence[float], percentiles: Sequence[int]) -> list[float]:
