@@ -20,6 +20,7 @@ from typing import NoReturn
 import pytest
 
 from pytest_triton.errors import ContractFailure
+from pytest_triton.plugin.items import TritonItem
 
 if TYPE_CHECKING:
     from pytest_triton.bench.session import TritonBench
@@ -82,17 +83,12 @@ class ContractFile(pytest.File):
         return items
 
 
-class ContractItem(pytest.Function):
+class ContractItem(TritonItem, pytest.Function):
     """One contract check; fixtures come from the test function made for it."""
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        # Node.repr_failure takes a style, pytest's Function.repr_failure does not: never pass it on
-        if isinstance(excinfo.value, (ContractFailure, AssertionError)) and excinfo.value.args:
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
-
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, 0, f"triton-contract: {self.name}"
+    kind = "triton-contract"
+    line = 0
+    plain_failures = (ContractFailure, AssertionError)
 
 
 def _run(request: pytest.FixtureRequest, declaration: Declaration, factory: TritonServerFactory) -> ContractRun:
