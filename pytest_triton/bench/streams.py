@@ -16,12 +16,12 @@ from dataclasses import fields
 from typing import Any
 from typing import final
 
+from pytest_triton.bench.absolute import Check
+from pytest_triton.bench.absolute import Verdict
 from pytest_triton.bench.budgets import STREAM_KEY_ALIASES
 from pytest_triton.bench.budgets import STREAM_LIMIT_KEYS
 from pytest_triton.bench.budgets import Budget
-from pytest_triton.bench.budgets import Check
 from pytest_triton.bench.budgets import HardwarePolicy
-from pytest_triton.bench.budgets import Verdict
 from pytest_triton.bench.stats import nearest_rank
 from pytest_triton.client.streaming import StreamResult
 
