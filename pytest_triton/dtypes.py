@@ -38,7 +38,6 @@ DATA_TYPES: tuple[DataType, ...] = (
 )
 
 BY_CONFIG = {d.config: d for d in DATA_TYPES}
-BY_KSERVE = {d.kserve: d for d in DATA_TYPES}
 BY_ONNX = {d.onnx: d for d in DATA_TYPES}
 BY_ONNX_NAME = {d.onnx_name: d for d in DATA_TYPES}
 BY_NUMPY = {d.numpy: d for d in DATA_TYPES if d.numpy is not None}
