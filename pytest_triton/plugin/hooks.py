@@ -1,8 +1,8 @@
 """pytest hooks of pytest-triton: options, markers, lint items, fixtures and the summary.
 
-Keep this module light: it imports the project's own light modules at the top, and nothing heavy
-(tritonclient, onnxruntime, docker, boto3, hypothesis, numpy): those are imported where a launcher, a
-client or a measurement uses them.
+Keep this module light: it imports only the plugin's own modules, the errors and the session's run id at the
+top; the contracts, the bench, the servers, the builder and the clients are imported when a session first uses
+them (tests/unit/plugin/test_light_import.py holds the list).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ MARKERS = {
 }
 
 
-def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
 
 
@@ -114,7 +114,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         if options.launcher_chosen(config) or started_servers(config):
             from pytest_triton.servers.registry import end_session
 
-            end_session(options.launcher_name(config), run)
+            with contextlib.suppress(ConfigError):  # a launcher that cannot be loaded (the run stopped) started none
+                end_session(options.launcher_name(config), run)
     finally:
         end_session_run(previous)
 
