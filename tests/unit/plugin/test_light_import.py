@@ -14,23 +14,14 @@ import sys
 import textwrap
 from pathlib import Path
 
-# what loading the plugin may import of the project: its own modules, the errors and the session's run id
+# what loading the plugin may import of the project: the plugin's own modules (all light, but the server factory,
+# which imports the servers), the errors, the servers package (its names are imported when first used) and the
+# session's run id
 LIGHT = frozenset(
-    {
-        "pytest_triton",
-        "pytest_triton.errors",
-        "pytest_triton.plugin",
-        "pytest_triton.plugin.baseline_items",
-        "pytest_triton.plugin.contract_items",
-        "pytest_triton.plugin.hooks",
-        "pytest_triton.plugin.lint_items",
-        "pytest_triton.plugin.options",
-        "pytest_triton.plugin.properties",
-        "pytest_triton.plugin.state",
-        "pytest_triton.servers",  # its names are imported when first used
-        "pytest_triton.servers.session_run",
-    }
+    {"pytest_triton", "pytest_triton.errors", "pytest_triton.servers", "pytest_triton.servers.session_run"}
 )
+PLUGIN = "pytest_triton.plugin"
+HEAVY_PLUGIN_MODULES = frozenset({"pytest_triton.plugin.server_factory"})
 # a session start also reads the launcher registry (the default launcher's name, no launcher class)
 SESSION = LIGHT | {"pytest_triton.servers.registry"}
 HEAVY = ("numpy", "tritonclient", "docker", "testcontainers", "boto3", "botocore", "onnxruntime", "hypothesis")
@@ -45,7 +36,10 @@ def _imported(code: str, cwd: Path) -> set[str]:
 
 
 def _project(modules: set[str]) -> set[str]:
-    return {name for name in modules if name == "pytest_triton" or name.startswith("pytest_triton.")}
+    """The project's modules of ``modules``, less the plugin's light ones."""
+    ours = {name for name in modules if name == "pytest_triton" or name.startswith("pytest_triton.")}
+    light_plugin = {n for n in ours if (n == PLUGIN or n.startswith(PLUGIN + ".")) and n not in HEAVY_PLUGIN_MODULES}
+    return ours - light_plugin
 
 
 def _heavy(modules: set[str], heavy: tuple[str, ...] = HEAVY) -> set[str]:
@@ -84,3 +78,9 @@ def test_a_foreign_session_imports_no_serving_code(tmp_path: Path) -> None:
     assert _project(modules) - SESSION == set(), "a session that never serves imported these"
     not_ours = ("hypothesis",)  # hypothesis's own pytest plugin imports it, with or without ours
     assert _heavy(modules, tuple(set(HEAVY) - set(not_ours))) == set()
+
+
+def test_the_check_sees_a_heavy_import() -> None:
+    # the verdict can flip: the server factory and the bench count, the plugin's light modules do not
+    imported = {"pytest_triton.plugin.items", "pytest_triton.plugin.server_factory", "pytest_triton.bench.session"}
+    assert _project(imported) - LIGHT == {"pytest_triton.plugin.server_factory", "pytest_triton.bench.session"}
