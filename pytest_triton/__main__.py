@@ -1,4 +1,5 @@
-"""Command line: ``python -m pytest_triton lint PATH... | rules | serve REPO | cloud-cleanup``."""
+"""Command line: ``python -m pytest_triton lint PATH... | rules | serve REPO | init REPO | docs [PAGE] |
+cloud-cleanup | report merge`` (installed as the ``pytest-triton`` script too)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 
 def _lint_main(args: argparse.Namespace) -> int:
@@ -49,7 +51,8 @@ def _rules_main(args: argparse.Namespace) -> int:
 
 DESCRIPTION = (
     "pytest-triton's command line: lint model repositories, list the lint rules, serve a repository on Triton, "
-    "or clean up what a killed --cloud run left in AWS."
+    "write contracts files for a repository (init), print a documentation page (docs), or clean up what a "
+    "killed --cloud run left in AWS."
 )
 LIMIT_HELP = {
     "max_config_bytes": "Largest config.pbtxt parsed, in bytes (K/M/G suffixes allowed; default %(default)s)",
@@ -72,10 +75,32 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
-def build_parser() -> argparse.ArgumentParser:
+def invoked_as() -> str:
+    """How the user called the command line, for usage lines: the console script or the module."""
+    script = Path(sys.argv[0]).name
+    return script if script in ("pytest-triton", "pytest-triton.exe") else "python -m pytest_triton"
+
+
+def _docs_main(args: argparse.Namespace) -> int:
+    """Print a documentation page shipped in the package, or list them."""
+    from importlib.resources import files
+
+    pages = files("pytest_triton") / "docs"
+    names = sorted(p.name.removesuffix(".md") for p in pages.iterdir() if p.name.endswith(".md"))
+    if args.page is None:
+        print("\n".join(names))
+        return 0
+    if args.page.removesuffix(".md") not in names:
+        print(f"error: page={args.page!r}: expected one of {', '.join(names)}", file=sys.stderr)
+        return 2
+    print((pages / f"{args.page.removesuffix('.md')}.md").read_text(encoding="utf-8"), end="")
+    return 0
+
+
+def build_parser(prog: str = "python -m pytest_triton") -> argparse.ArgumentParser:
     from pytest_triton.lint.limits import LintLimits
 
-    parser = argparse.ArgumentParser(prog="python -m pytest_triton", description=DESCRIPTION)
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True)
     lint = commands.add_parser("lint", help="Lint model repositories, model folders or model.tar.gz files")
     lint.add_argument("paths", nargs="+", metavar="PATH")
@@ -100,6 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
     rules = commands.add_parser("rules", help="List every lint rule id with its severity and title")
     rules.add_argument("--format", choices=("text", "markdown"), default="text", help="Output format")
     commands.add_parser("serve", help="Serve a repository on Triton; prints one JSON line once ready", add_help=False)
+    commands.add_parser(
+        "report", help="report merge: the shards' reports as one report and one verdict", add_help=False
+    )
+    commands.add_parser("init", help="Write contracts files for a model repository, green as written", add_help=False)
+    docs = commands.add_parser("docs", help="Print a documentation page shipped in the package (none: list them)")
+    docs.add_argument("page", nargs="?", metavar="PAGE", help="A page name, e.g. contracts or options")
     cleanup = commands.add_parser(
         "cloud-cleanup",
         help="List what killed --cloud runs left in AWS (by tag and ledger); delete it with --yes",
@@ -115,13 +146,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    prog = invoked_as()
     if argv and argv[0] == "serve":
         from pytest_triton.servers.serve_cli import serve_main
 
-        return int(serve_main(argv[1:]))
-    args = build_parser().parse_args(argv)
+        return int(serve_main(argv[1:], prog=f"{prog} serve"))
+    if argv and argv[0] == "report":
+        from pytest_triton.bench.merge import report_main
+
+        return report_main(argv[1:])
+    if argv and argv[0] == "init":
+        from pytest_triton.contracts.init import init_main
+
+        return init_main(argv[1:], prog=f"{prog} init")
+    args = build_parser(prog).parse_args(argv)
     if args.command == "rules":
         return _rules_main(args)
+    if args.command == "docs":
+        return _docs_main(args)
     if args.command == "cloud-cleanup":
         from pytest_triton.cloud.cleanup import cleanup_main
 

@@ -7,8 +7,13 @@ import os
 import platform
 import shutil
 import subprocess
+from collections.abc import Sequence
 
 from pytest_triton.errors import PytestTritonError
+
+WORKER_GPUS_ENV = "PYTEST_TRITON_WORKER_GPUS"
+"""The GPU ids an xdist worker was given under --triton-gpu (as in CUDA_VISIBLE_DEVICES): the docker launcher's
+default ``gpu_devices``."""
 
 
 def gpu_names() -> tuple[str, ...]:
@@ -66,3 +71,35 @@ def hardware_key() -> str:
     if names:
         return names[0].lower().replace("nvidia ", "nvidia-").replace(" ", "-")
     return f"cpu-{os.cpu_count() or 1}core-{platform.machine()}"
+
+
+def gpu_pool() -> tuple[str, ...]:
+    """The GPUs a run hands out to its workers: the entries of CUDA_VISIBLE_DEVICES where it lists some (ids or
+    UUIDs, as the user narrowed them), else the indexes of the GPUs ``nvidia-smi`` lists (0 .. M-1)."""
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None and listed.strip() not in {"", "-1"}:
+        return tuple(entry.strip() for entry in listed.split(",") if entry.strip())
+    return tuple(str(index) for index in range(len(gpu_names())))
+
+
+def assign_gpus(worker: int, workers: int, pool: Sequence[str]) -> tuple[str, ...]:
+    """The GPUs of xdist worker ``worker`` (0-based) of ``workers``: each gets k = M // N of the M GPUs of
+    ``pool``, worker i the i-th run of k (``workers == M``: one each; M a multiple of N: M/N each; otherwise the
+    last M - N*k stay idle). More workers than GPUs would share one (and each other's latency): refused."""
+    if not 0 <= worker < workers:
+        raise ValueError(f"worker={worker!r} of workers={workers!r}")
+    if workers > len(pool):
+        raise PytestTritonError(
+            f"{workers} xdist workers over {len(pool)} GPU(s) ({', '.join(pool) or 'none'}): two workers would "
+            f"share a GPU; run with -n {len(pool)} or fewer (each worker gets its own GPU), or without --triton-gpu"
+        )
+    share = len(pool) // workers
+    return tuple(pool[worker * share : (worker + 1) * share])
+
+
+def assign_cores(worker: int, workers: int, cores: Sequence[int]) -> tuple[int, ...]:
+    """The CPU cores of xdist worker ``worker`` of ``workers``: an equal run of ``cores`` each (the rest idle);
+    empty when there are fewer cores than workers."""
+    share = len(cores) // workers if workers > 0 else 0
+    ordered = sorted(cores)
+    return tuple(ordered[worker * share : (worker + 1) * share])

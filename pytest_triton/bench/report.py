@@ -10,6 +10,7 @@ their reason, never as passed; absolute numbers that are not asserted on this ha
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +65,11 @@ class ReportData:
     relative: tuple[RelativeResult, ...] = ()
     parity: tuple[ParityRecord, ...] = ()
     provenance: Provenance | None = None
+    explanations: tuple[str, ...] = ()
+    # what a merge needs from a part of a run: each contract item's outcome (pytest's verdict, rows or not) and,
+    # for a shard, which part of which run it is (see pytest_triton.bench.merge)
+    contracts: tuple[Mapping[str, str], ...] = ()
+    shard: Mapping[str, Any] | None = None
 
 
 def _data(data: ReportData | Sequence[VariantResult]) -> ReportData:
@@ -229,6 +235,9 @@ def to_json(data: ReportData | Sequence[VariantResult]) -> dict[str, Any]:
         "results": [r.as_dict() for r in data.results],
         "relative": [r.as_dict() for r in data.relative],
         "parity": [p.as_dict() for p in data.parity],
+        "explanations": list(data.explanations),
+        "contracts": [dict(o) for o in data.contracts],
+        "shard": dict(data.shard) if data.shard is not None else None,
     }
 
 
@@ -309,6 +318,9 @@ def to_markdown(data: ReportData | Sequence[VariantResult]) -> str:
         lines += ["## Verdicts in detail", ""]
         for result in data.results:
             lines += _variant_details(result)
+    if data.explanations:
+        lines += ["## Reading this report", ""]
+        lines += [f"- {text}" for text in data.explanations] + [""]
     return "\n".join(lines)
 
 

@@ -109,7 +109,9 @@ class TritonBench:
         self.results: list[VariantResult] = []
         self.relative: list[RelativeResult] = []
         self.parity: list[ParityRecord] = []
+        self.explanations: list[str] = []  # the report's "Reading this report" (a merge of shards says so)
         self.triton_version: str | None = None
+        self.device = ""  # the GPU(s) this session's servers see, e.g. "GPU 1": a note on every row it adds
         # contracts' own budget files, by path: the file and the variants held to it
         self.declared_budgets: dict[Path, tuple[BudgetFile, list[str]]] = {}
         self.late: list[tuple[int, LateNote]] = []  # (index in results, what to read at the session's end)
@@ -180,6 +182,8 @@ class TritonBench:
 
     def add(self, result: VariantResult, *, late: LateNote | None = None) -> VariantResult:
         """Record ``result``; ``late`` is read at the session's end, its note replacing its placeholder."""
+        if self.device:
+            result = dataclasses.replace(result, notes=(*result.notes, f"ran on {self.device}"))
         if late is not None:
             result = dataclasses.replace(result, notes=(*result.notes, late.placeholder))
             self.late.append((len(self.results), late))
@@ -451,6 +455,8 @@ class TritonBench:
         transport: str = "",
     ) -> ParityRecord:
         """Keep a parity comparison (from :func:`pytest_triton.parity.compare` / ``compare_labels``) for the report."""
+        if self.device:
+            transport = f"{transport}, ran on {self.device}" if transport else f"ran on {self.device}"
         record = ParityRecord.of(variant, parity, labels, transport=transport)
         self.parity.append(record)
         return record
@@ -487,7 +493,9 @@ class TritonBench:
             unstable=self.unstable,
             enforcement=self.enforcement_text(),
         )
-        return ReportData(tuple(self.results), tuple(self.relative), tuple(self.parity), provenance)
+        return ReportData(
+            tuple(self.results), tuple(self.relative), tuple(self.parity), provenance, tuple(self.explanations)
+        )
 
     def summary_lines(self) -> list[str]:
         """The terminal tables (empty when nothing was measured, skipped or compared)."""

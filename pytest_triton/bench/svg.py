@@ -308,6 +308,10 @@ def _details(canvas: _Canvas, data: ReportData) -> None:
     for p in data.parity:
         for d in p.label_disagreements:
             canvas.wrapped(f"{p.label}: label differs: {d}", size=10, color="#d62728")
+    if data.explanations:
+        canvas.heading("Reading this report")
+        for text in data.explanations:
+            canvas.wrapped(text, size=10)
 
 
 def render(data: ReportData) -> str:
@@ -322,7 +326,7 @@ def render(data: ReportData) -> str:
         _throughput_panel(canvas, data.results)
     _relative_panel(canvas, data)
     _parity_panel(canvas, data)
-    if data.results or data.relative:
+    if data.results or data.relative or data.explanations:
         _details(canvas, data)
     height = int(canvas.y + _MARGIN + 8)
     head = (

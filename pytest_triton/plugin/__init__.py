@@ -7,6 +7,7 @@ they live in :mod:`pytest_triton.plugin.hooks`.
 from __future__ import annotations
 
 from pytest_triton.plugin.hooks import pytest_addoption
+from pytest_triton.plugin.hooks import pytest_benchmark_update_json
 from pytest_triton.plugin.hooks import pytest_benchmark_update_machine_info
 from pytest_triton.plugin.hooks import pytest_collection_modifyitems
 from pytest_triton.plugin.hooks import pytest_configure
@@ -16,7 +17,9 @@ from pytest_triton.plugin.hooks import pytest_make_collect_report
 from pytest_triton.plugin.hooks import pytest_report_header
 from pytest_triton.plugin.hooks import pytest_runtest_call
 from pytest_triton.plugin.hooks import pytest_runtest_makereport
+from pytest_triton.plugin.hooks import pytest_sessionfinish
 from pytest_triton.plugin.hooks import pytest_terminal_summary
+from pytest_triton.plugin.hooks import pytest_testnodedown
 from pytest_triton.plugin.hooks import pytest_unconfigure
 from pytest_triton.plugin.hooks import triton_bench
 from pytest_triton.plugin.hooks import triton_client
@@ -26,6 +29,7 @@ from pytest_triton.plugin.hooks import triton_server_factory
 
 __all__ = [
     "pytest_addoption",
+    "pytest_benchmark_update_json",
     "pytest_benchmark_update_machine_info",
     "pytest_collection_modifyitems",
     "pytest_configure",
@@ -35,7 +39,9 @@ __all__ = [
     "pytest_report_header",
     "pytest_runtest_call",
     "pytest_runtest_makereport",
+    "pytest_sessionfinish",
     "pytest_terminal_summary",
+    "pytest_testnodedown",
     "pytest_unconfigure",
     "triton_bench",
     "triton_client",

@@ -26,7 +26,9 @@ from pytest_triton.errors import VariantUnavailable
 from pytest_triton.plugin import options
 from pytest_triton.plugin.contract_items import CONTRACTS_KEY
 from pytest_triton.plugin.contract_items import ContractItem
-from pytest_triton.plugin.contract_items import latency_skip_reason
+from pytest_triton.plugin.shards import contracts_name
+from pytest_triton.plugin.shards import in_shard
+from pytest_triton.plugin.workers import latency_skip_reason
 
 if TYPE_CHECKING:
     from pytest_triton.baseline.measure import PairRun
@@ -78,16 +80,11 @@ def configure(config: pytest.Config) -> None:
     for declaration in declarations:
         for pair in find_pairs(declaration, state.base, check_launcher=launcher_class):
             state.pairs.append(pair)
-            row = VerdictRow(_shown(declaration.path, config), pair.name, pair.base_name, pair.status, pair.reason)
+            row = VerdictRow(
+                contracts_name(config, declaration.path), pair.name, pair.base_name, pair.status, pair.reason
+            )
             state.rows[(declaration.path, pair.name)] = row
     config.stash[BASELINE_KEY] = state
-
-
-def _shown(path: Path, config: pytest.Config) -> str:
-    try:
-        return path.relative_to(config.rootpath).as_posix()
-    except ValueError:
-        return path.name
 
 
 def _skip(reason: str) -> None:
@@ -194,6 +191,7 @@ class BaselineFile(pytest.File):
         for pair in self.pairs:
             for name, function in ((pair.parity_item, _parity(pair)), (pair.latency_item, _latency(pair))):
                 item = ContractItem.from_parent(self, name=name, callobj=function)
+                item.variant = pair.name  # a shard keeps a pair's items together
                 item.add_marker("triton_baseline")
                 items.append(item)
         return items
@@ -219,7 +217,8 @@ def write_verdict_section(terminalreporter: pytest.TerminalReporter, config: pyt
     from pytest_triton.baseline.verdict import render_verdict
     from pytest_triton.baseline.verdict import write_verdict
 
-    text = render_verdict(list(state.rows.values()), base=state.base.describe())
+    rows = [row for row in state.rows.values() if in_shard(config, row.contracts, row.variant)]  # --triton-shard
+    text = render_verdict(rows, base=state.base.describe())
     terminalreporter.section("triton verdict")
     for line in text.splitlines()[1:]:  # the marker is for the comment, not the terminal
         terminalreporter.write_line(line)

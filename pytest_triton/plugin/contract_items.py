@@ -21,6 +21,7 @@ import pytest
 
 from pytest_triton.errors import ContractFailure
 from pytest_triton.plugin.items import TritonItem
+from pytest_triton.plugin.workers import latency_skip_reason
 
 if TYPE_CHECKING:
     from pytest_triton.bench.session import TritonBench
@@ -35,6 +36,7 @@ class ContractsState:
     runs: dict[Path, ContractRun] = field(default_factory=dict)
     outcomes: list[dict[str, str]] = field(default_factory=list)  # one per item that ran, for the report
     streams: dict[Path, Any] = field(default_factory=dict)  # a declaration's StreamRun (its gRPC streams)
+    device: str = ""  # the GPU(s) the session's servers see ("GPU 1"), on every outcome under --triton-gpu
 
 
 CONTRACTS_KEY = pytest.StashKey[ContractsState]()
@@ -67,17 +69,20 @@ class ContractFile(pytest.File):
 
     def collect(self) -> list[pytest.Item]:
         declaration = self.declaration
-        made: list[tuple[str, Callable[..., None]]] = [
-            (f"parity[{v.name}]", _parity(declaration, v.name)) for v in declaration.candidates
+        # (item name, its test, the variant it belongs to: a shard keeps a variant's items together)
+        made: list[tuple[str, Callable[..., None], str]] = [
+            (f"parity[{v.name}]", _parity(declaration, v.name), v.name) for v in declaration.candidates
         ]
         if declaration.latency is not None:
-            made += [(f"latency[{name}]", _latency(declaration, name)) for name in declaration.latency.variants]
+            made += [(f"latency[{name}]", _latency(declaration, name), name) for name in declaration.latency.variants]
             made += [
-                (f"latency[{r.name}]", _relative(declaration, i)) for i, r in enumerate(declaration.latency.relative)
+                (f"latency[{r.name}]", _relative(declaration, i), r.variant)
+                for i, r in enumerate(declaration.latency.relative)
             ]
         items: list[pytest.Item] = []
-        for name, function in made:
+        for name, function, variant in made:
             item = ContractItem.from_parent(self, name=name, callobj=function)
+            item.variant = variant
             item.add_marker("triton_contract")
             items.append(item)
         return items
@@ -89,6 +94,7 @@ class ContractItem(TritonItem, pytest.Function):
     kind = "triton-contract"
     line = 0
     plain_failures = (ContractFailure, AssertionError)
+    variant = ""  # the variant of the contracts file it checks (set by ContractFile.collect)
 
 
 def _run(request: pytest.FixtureRequest, declaration: Declaration, factory: TritonServerFactory) -> ContractRun:
@@ -131,6 +137,8 @@ def _record(request: pytest.FixtureRequest, check: str, status: str, text: str, 
     state = request.config.stash[CONTRACTS_KEY]
     request.node.user_properties.append(("triton_verdict", status))  # JUnit XML shows it on any CI
     outcome = {"item": request.node.nodeid, "check": check, "status": status, "text": text}
+    if state.device:
+        outcome["device"] = state.device
     if variant:  # the latency report's name of what was measured: its session-end notes join this text
         outcome["variant"] = variant
     state.outcomes.append(outcome)
@@ -180,14 +188,6 @@ def _parity(declaration: Declaration, name: str) -> Callable[..., None]:
             raise ContractFailure(outcome.message())
 
     return contract_parity
-
-
-def latency_skip_reason(config: pytest.Config) -> str | None:
-    # this session's own xdist worker input, not PYTEST_XDIST_WORKER: a pytest run started from an xdist
-    # worker (pytester) inherits the variable but is not distributed itself
-    if hasattr(config, "workerinput"):
-        return "latency is measured without xdist: here other tests share the cores (run with -p no:xdist)"
-    return None
 
 
 def _benchmark(request: pytest.FixtureRequest, declaration: Declaration) -> Any:

@@ -8,10 +8,12 @@ them (tests/unit/plugin/test_light_import.py holds the list).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Generator
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
+from typing import Any
 
 import pytest
 
@@ -19,6 +21,7 @@ from pytest_triton.errors import ConfigError
 from pytest_triton.errors import PytestTritonError
 from pytest_triton.plugin import baseline_items
 from pytest_triton.plugin import options
+from pytest_triton.plugin.contract_items import CONTRACTS_KEY
 from pytest_triton.plugin.contract_items import add_late_notes
 from pytest_triton.plugin.contract_items import contract_collectors
 from pytest_triton.plugin.contract_items import load_contracts
@@ -27,11 +30,20 @@ from pytest_triton.plugin.contract_items import write_contracts_report
 from pytest_triton.plugin.lint_items import lint_collectors
 from pytest_triton.plugin.properties import machine_info as triton_machine_info
 from pytest_triton.plugin.properties import record_bench_properties
+from pytest_triton.plugin.properties import run_info as triton_run_info
+from pytest_triton.plugin.shards import configure_shard
+from pytest_triton.plugin.shards import select_shard
+from pytest_triton.plugin.shards import shard_entry
 from pytest_triton.plugin.state import BENCH_KEY
 from pytest_triton.plugin.state import STATE_KEY
 from pytest_triton.plugin.state import SessionState
 from pytest_triton.plugin.state import session_state
 from pytest_triton.plugin.state import started_servers
+from pytest_triton.plugin.workers import check_workers
+from pytest_triton.plugin.workers import configure_worker
+from pytest_triton.plugin.workers import device_label
+from pytest_triton.plugin.workers import receive_report
+from pytest_triton.plugin.workers import send_report
 from pytest_triton.servers.session_run import begin_session_run
 from pytest_triton.servers.session_run import end_session_run
 from pytest_triton.servers.session_run import run_id
@@ -92,15 +104,32 @@ def pytest_configure(config: pytest.Config) -> None:
             require_gpu()
         except PytestTritonError as exc:
             raise pytest.UsageError(str(exc)) from exc
+    check_workers(config)
+    configure_worker(config)
+    configure_shard(config)
 
     try:  # an unknown launcher or setting fails before any test runs, listing the known ones
         options.check_launcher(config)
+        options.budgets_margin(config)
         if options.text(config, "triton_budgets"):  # a named budget file is checked before any test runs
             _bench(config)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from exc
     load_contracts(config)
+    config.stash[CONTRACTS_KEY].device = device_label(config)
     baseline_items.configure(config)  # after the contracts: it pairs their variants
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # an xdist worker's rows: xdist's sessionfinish wrapper sends its workeroutput after every implementation
+    send_report(session.config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    config = getattr(node, "config", None)
+    if isinstance(config, pytest.Config):
+        receive_report(node, config, lambda: _bench(config))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -125,6 +154,7 @@ def _bench(config: pytest.Config) -> TritonBench:
 
     if BENCH_KEY not in config.stash:
         config.stash[BENCH_KEY] = session_bench(config)
+        config.stash[BENCH_KEY].device = device_label(config)
     return config.stash[BENCH_KEY]
 
 
@@ -143,6 +173,7 @@ def pytest_make_collect_report(
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    select_shard(config, items)
     launcher = options.launcher_name(config)
     gpu, cloud = options.spelled(config, "triton_gpu"), options.spelled(config, "triton_cloud")
     for item in items:
@@ -244,7 +275,18 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None]:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict[str, object]) -> None:
-    triton_machine_info(config, machine_info)
+    try:  # the session's bench, made now if no test made it yet: the compare and the save see the same one
+        bench = _bench(config)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+    triton_machine_info(bench, machine_info)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_update_json(config: pytest.Config, benchmarks: object, output_json: dict[str, object]) -> None:
+    bench = config.stash.get(BENCH_KEY, None)
+    if bench is not None:
+        output_json["triton"] = triton_run_info(bench)
 
 
 @contextlib.contextmanager
@@ -269,6 +311,8 @@ def _read_late_notes(terminalreporter: pytest.TerminalReporter, config: pytest.C
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):  # an xdist worker's output is not shown: its rows went to the controller
+        return
     baseline_items.write_verdict_section(terminalreporter, config)
     _read_late_notes(terminalreporter, config, exitstatus)
     if STATE_KEY in config.stash:
@@ -286,16 +330,55 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
         if report:
             terminalreporter.write_line(f"report written: {write_contracts_report(config, report)}")
     bench = config.stash.get(BENCH_KEY, None)
-    if bench is None or not (bench.results or bench.parity):
-        return
-    terminalreporter.section("triton latency")
-    if bench.budgets is None and not bench.declared_budgets:  # said once here, not on every row
-        terminalreporter.write_line(
-            "no budget file (--triton-budgets, ini triton_budgets, or budgets.toml beside the contracts file): "
-            "latency is measured and reported, not asserted"
-        )
-    for line in bench.summary_lines():
-        terminalreporter.write_line(line)
-    if report:
-        for path in bench.write_report(report, root=config.rootpath):
+    measured = bench is not None and bool(bench.results or bench.parity)
+    if bench is not None and measured:
+        terminalreporter.section("triton latency")
+        if bench.budgets is None and not bench.declared_budgets:  # said once here, not on every row
+            terminalreporter.write_line(
+                "no budget file (--triton-budgets, ini triton_budgets, or budgets.toml beside the contracts file): "
+                "latency is measured and reported, not asserted"
+            )
+        for line in bench.summary_lines():
+            terminalreporter.write_line(line)
+    shard = shard_entry(config)
+    if report and (measured or shard is not None):  # a shard writes its report even when it measured nothing
+        for path in _write_report(config, bench, report, shard):
             terminalreporter.write_line(f"report written: {path}")
+    record = options.text(config, "triton_budgets_record")
+    if record:
+        _record_budgets(terminalreporter, config, bench, Path(record))
+
+
+def _write_report(
+    config: pytest.Config, bench: TritonBench | None, prefix: str, shard: dict[str, Any] | None
+) -> list[Path]:
+    """The session's report with its contract outcomes and (a shard's) ``shard`` entry, for a later merge."""
+    from pytest_triton.bench.report import ReportData
+    from pytest_triton.bench.report import write_report
+
+    data = bench.report(config.rootpath) if bench is not None else ReportData()
+    contracts = config.stash.get(CONTRACTS_KEY, None)
+    outcomes = tuple(contracts.outcomes) if contracts is not None else ()
+    return write_report(dataclasses.replace(data, contracts=outcomes, shard=shard), prefix)
+
+
+def _record_budgets(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config, bench: TritonBench | None, path: Path
+) -> None:
+    """Write the run's latency rows to ``path`` as this hardware's budgets, and say so in the summary."""
+    from pytest_triton import __version__
+    from pytest_triton.bench.budgets_record import write_budgets
+
+    margin = options.budgets_margin(config)
+    rows = write_budgets(path, bench.results, bench.hardware, margin, version=__version__) if bench else []
+    terminalreporter.section("triton budgets")
+    if rows and bench is not None:
+        terminalreporter.write_line(
+            f"budgets recorded: {path} [{bench.hardware}] {', '.join(r.variant for r in rows)} "
+            f"(measured x {margin:g}); later runs assert them (--triton-budgets {path})"
+        )
+    else:
+        terminalreporter.write_line(
+            f"budgets not recorded: no latency row was measured (latency items skip under xdist: -p no:xdist); "
+            f"{path} left as it was"
+        )

@@ -118,6 +118,17 @@ OPTIONS: tuple[Option, ...] = (
         metavar="FILE",
         shown="budgets.toml beside the first contracts file; none found: latency is reported, not asserted",
     ),
+    Option(
+        "triton_budgets_record",
+        "Write this run's latency rows as budgets of this hardware to FILE (kept: other hardware's tables)",
+        metavar="FILE",
+    ),
+    Option(
+        "triton_budgets_margin",
+        "With --triton-budgets-record: budgets = measured percentiles x FACTOR, samples/s / FACTOR",
+        default="2.0",  # a fence at twice the measured time: a first run's numbers move with the machine's load
+        metavar="FACTOR",
+    ),
     Option("triton_hardware", "Budget hardware key instead of this machine's, e.g. nvidia-a10g", metavar="NAME"),
     Option(
         "triton_unstable",
@@ -153,6 +164,12 @@ OPTIONS: tuple[Option, ...] = (
         metavar="FILE",
     ),
     Option(
+        "triton_shard",
+        "Run shard K of N of the contract items (by variant; N alone: the index from JOB_COMPLETION_INDEX or "
+        "PYTEST_TRITON_SHARD_INDEX, 0-based); merge the shards' reports with python -m pytest_triton report merge",
+        metavar="K/N",
+    ),
+    Option(
         "triton_cloud_metrics_wait",
         "At the session's end, wait up to S seconds after the last latency window for CloudWatch's "
         "ModelLatency/OverheadLatency split (0: read once)",
@@ -184,7 +201,7 @@ def _shown_default(option: Option) -> str:
 
 def add_options(parser: pytest.Parser) -> None:
     """Register every option (in the ``triton`` group) and its ini twin."""
-    group = parser.getgroup("triton", "Triton model repositories (pytest-triton; docs/options.md)")
+    group = parser.getgroup("triton", "Triton model repositories (pytest-triton; python -m pytest_triton docs options)")
     for option in OPTIONS:
         short = f"; short form {option.short} where nothing else defines it" if option.short else ""
         text = f"{option.help} (default: {_shown_default(option)}; ini {option.ini_name}{short})"
@@ -244,6 +261,21 @@ def parse_number(text: str, where: str, kind: str = "seconds") -> float:
     if not (value >= 0 and math.isfinite(value)):
         raise pytest.UsageError(f"{where}={text!r}: expected a number of {unit} >= 0")
     return value
+
+
+def budgets_margin(config: pytest.Config) -> float:
+    """``--triton-budgets-margin`` as a factor >= 1; a UsageError naming the option and the value otherwise."""
+    value, where = _source(config, "triton_budgets_margin")
+    default = BY_NAME["triton_budgets_margin"].default
+    if str(value) == default:  # the default needs no check: a session that records nothing imports no bench code
+        return float(default)
+    from pytest_triton.bench.budgets_record import parse_margin
+    from pytest_triton.errors import ConfigError
+
+    try:
+        return parse_margin(str(value), where)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from exc
 
 
 def many(config: pytest.Config, name: str) -> list[str]:

@@ -54,19 +54,16 @@ def record_bench_properties(item: pytest.Item) -> None:
     item.config.stash[_SEEN_KEY] = (len(bench.results), len(bench.relative))
 
 
-def machine_info(config: pytest.Config, machine_info: dict[str, Any]) -> None:
+def machine_info(bench: TritonBench, machine_info: dict[str, Any]) -> None:
     """pytest-benchmark's machine info gets the budget hardware key and where it came from, so that
-    ``--benchmark-compare`` across hardware says the machines differ."""
-    from pytest_triton.plugin.state import BENCH_KEY
+    ``--benchmark-compare`` across hardware says the machines differ. Only what is known before any test: the
+    compare runs in pytest-benchmark's ``pytest_configure``, the save at the session's end, and the two must agree
+    on one machine."""
+    machine_info["triton_hardware"] = bench.hardware
+    machine_info["triton_hardware_source"] = bench.hardware_source or "this machine"
 
-    bench = config.stash.get(BENCH_KEY, None)
-    if bench is not None:
-        machine_info["triton_hardware"] = bench.hardware
-        machine_info["triton_hardware_source"] = bench.hardware_source or "this machine"
-        machine_info["triton_server"] = bench.triton_version or "unknown"
-        machine_info["triton_enforcement"] = bench.enforcement_text()
-        return
-    from pytest_triton.hardware import hardware_key
 
-    machine_info["triton_hardware"] = hardware_key()
-    machine_info["triton_hardware_source"] = "this machine"
+def run_info(bench: TritonBench) -> dict[str, str]:
+    """What the run found (the server's version, what was asserted): saved beside the machine info, under
+    ``triton`` in pytest-benchmark's JSON."""
+    return {"triton_server": bench.triton_version or "unknown", "triton_enforcement": bench.enforcement_text()}

@@ -116,6 +116,22 @@ def default_cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "pytest-triton"
 
 
+def prune_backend_dirs(cache_dir: Path) -> list[Path]:
+    """Remove the backend folders whose nvidia-pytriton is gone (a deleted virtual environment: a link of the
+    folder points nowhere); returns them. One folder is built per environment and Python version, so without this
+    the cache would grow by one per environment ever used."""
+    removed = []
+    for folder in sorted(cache_dir.glob("backends-py*")) if cache_dir.is_dir() else []:
+        links = list((folder / "python").glob("*")) if (folder / "python").is_dir() else []
+        if links and all(link.is_symlink() for link in links) and not all(link.exists() for link in links):
+            trash = Path(tempfile.mkdtemp(prefix=".stale-", dir=cache_dir))
+            with contextlib.suppress(OSError):  # another process pruned or rebuilt it first
+                os.rename(folder, trash / "old")
+                removed.append(folder)
+            shutil.rmtree(trash, ignore_errors=True)
+    return removed
+
+
 def _backend_dir_ok(directory: Path, sources: dict[str, Path]) -> bool:
     try:  # another builder may be moving the folder away right now
         return all((directory / "python" / name).resolve() == src.resolve() for name, src in sources.items())
@@ -145,6 +161,7 @@ def prepare_backend_dir(package: Path, python_version: str, cache_dir: Path) -> 
     target = cache_dir / f"backends-py{python_version}-{key}"
     if _backend_dir_ok(target, sources):
         return target
+    prune_backend_dirs(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=cache_dir))
     try:

@@ -38,10 +38,10 @@ class _Stop(BaseException):
     """Raised by the signal handlers while the server is starting."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``serve``."""
+def build_parser(prog: str = "python -m pytest_triton serve") -> argparse.ArgumentParser:
+    """The argument parser of ``serve``; ``prog`` is how the usage line names the command."""
     parser = argparse.ArgumentParser(
-        prog="python -m pytest_triton serve",
+        prog=prog,
         description="Serve a Triton model repository on 127.0.0.1 until Ctrl-C; print its URLs as JSON",
     )
     parser.add_argument("repository", metavar="REPO", help="Model repository folder")
@@ -89,9 +89,9 @@ def _options(args: argparse.Namespace) -> ServeOptions:
     return ServeOptions(gpu=args.gpu, startup_timeout=args.timeout, settings=settings, sagemaker=args.sagemaker)
 
 
-def serve_main(argv: list[str]) -> int:
+def serve_main(argv: list[str], prog: str = "python -m pytest_triton serve") -> int:
     """Run ``serve`` with ``argv`` (without the program name); returns the exit code."""
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
 
     stop = threading.Event()
     ready = False

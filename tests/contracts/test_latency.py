@@ -16,6 +16,7 @@ from pytest_triton.bench.session import TritonBench
 from pytest_triton.client.nli import NliSample
 from pytest_triton.client.nli import NliTokenizer
 from pytest_triton.plugin.server_factory import TritonServerFactory
+from pytest_triton.plugin.workers import latency_skip_reason
 from tests.contracts.conftest import Served
 from tests.contracts.conftest import cuda_fp16_missing_reason
 
@@ -30,8 +31,9 @@ def test_latency_cuda_fp16(
     tokenizer: NliTokenizer,
     benchmark: Any,
 ) -> None:
-    if hasattr(request.config, "workerinput"):  # this session is an xdist worker
-        pytest.skip("latency is measured without xdist: here other tests share the cores (run with -p no:xdist)")
+    shared = latency_skip_reason(request.config)  # an xdist worker without a GPU and cores of its own
+    if shared is not None:
+        pytest.skip(shared)
     reason = cuda_fp16_missing_reason(triton_server_factory)
     if reason is not None:
         triton_bench.record_skipped("triton-cuda-fp16", reason)  # a SKIPPED row in the report, never a pass

@@ -233,3 +233,20 @@ def test_an_unknown_ref_or_no_contracts_file_stops_the_run_saying_what_to_do(
     result = pytester.runpytest_subprocess("--triton-baseline", "base")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --triton-baseline='base' compares declared variants, and this run has no *"])
+
+
+def test_shards_split_the_pairs_and_each_table_holds_its_own(pytester: pytest.Pytester, project: Path) -> None:
+    open_pr(project, "comment-only", note="# reformatted, same computation\n")
+    tables = []
+    for index in (1, 2):
+        result = pytester.runpytest_subprocess(
+            *("--triton-contracts", "contracts.toml", "--triton-baseline", "base", "-m", "triton_baseline"),
+            *("--triton-shard", f"{index}/2", "--triton-verdict", f"report/shard-{index}.md", "-p", "no:cacheprovider"),
+        )
+        assert result.ret == 0, result.stdout.str()
+        tables.append((pytester.path / "report" / f"shard-{index}.md").read_text(encoding="utf-8"))
+    rows = [{line.split("`")[1] for line in table.splitlines() if line.startswith("| `")} for table in tables]
+    assert rows[0], tables[0]
+    assert rows[1], tables[1]
+    assert not rows[0] & rows[1]  # a pair is in one shard's table only
+    assert rows[0] | rows[1] == {"add", "same", "fresh"}

@@ -46,3 +46,22 @@ def test_rules_lists_every_family_with_unique_ids() -> None:
     ids = [line.split()[0] for line in result.stdout.splitlines()]
     assert len(ids) == len(set(ids)) > 100
     assert {rule[0] for rule in ids} == {"A", "C", "D", "E", "L", "O", "S", "X"}
+
+
+def test_docs_prints_the_pages_shipped_in_the_package() -> None:
+    listed = run_cli("docs")
+    assert listed.returncode == 0
+    assert set(listed.stdout.split()) == {p.stem for p in (ROOT / "docs").glob("*.md")}
+    page = run_cli("docs", "contracts")
+    assert page.stdout == (ROOT / "docs" / "contracts.md").read_text(encoding="utf-8")
+    unknown = run_cli("docs", "nope")
+    assert unknown.returncode == 2
+    assert "page='nope': expected one of architecture, contracts," in unknown.stderr
+
+
+def test_usage_names_the_command_as_invoked() -> None:
+    script = Path(sys.executable).with_name("pytest-triton")
+    as_script = subprocess.run([str(script), "init", "-h"], capture_output=True, text=True, cwd=ROOT)
+    assert as_script.stdout.startswith("usage: pytest-triton init "), as_script.stdout
+    assert run_cli("init", "-h").stdout.startswith("usage: python -m pytest_triton init ")
+    assert run_cli("-h").stdout.startswith("usage: python -m pytest_triton ")

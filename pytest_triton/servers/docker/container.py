@@ -25,6 +25,7 @@ from typing import final
 from pytest_triton.client.urls import LOCALHOST
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ServerError
+from pytest_triton.hardware import WORKER_GPUS_ENV
 from pytest_triton.servers.docker.engine import connect
 from pytest_triton.servers.docker.engine import default_ulimits
 from pytest_triton.servers.docker.engine import device_requests
@@ -53,7 +54,7 @@ CONTAINER_SETTINGS: Mapping[str, str] = {
     "image": "the Triton image (--triton-image)",
     "network": "host (default; free ports on 127.0.0.1) or bridge (ports published on 127.0.0.1)",
     "shm_size": f"shared memory of the container (default {DEFAULT_SHM_SIZE})",
-    "gpu_devices": "GPU ids given to the container with --triton-gpu, e.g. 0,1 (default all)",
+    "gpu_devices": "GPU ids given to the container with --triton-gpu, e.g. 0,1 (default all; an xdist worker's own)",
     "pull": "when to pull the image: missing (default), always or never",
     "ulimits": "ulimits over the defaults, e.g. memlock=-1,stack=67108864",
     "container_startup_timeout": f"seconds to wait for the server and its models "
@@ -65,7 +66,8 @@ def container_settings(options: ServeOptions) -> dict[str, Any]:
     """The container keyword arguments the common options give (``gpus``, ``network``, ``shm_size``,
     ``ulimits``, ``pull``): settings ``gpu_devices`` (ids; default every GPU with ``gpu``), ``network``,
     ``shm_size``, ``ulimits`` ("memlock=-1,stack=67108864") and ``pull``."""
-    devices = options.setting("gpu_devices")
+    # an xdist worker's own GPUs (pytest_triton.plugin.workers) unless the user named the devices
+    devices = options.setting("gpu_devices") or os.environ.get(WORKER_GPUS_ENV)
     ulimits = options.setting("ulimits")
     return {
         "gpus": (str(devices) if devices else True) if options.gpu else False,

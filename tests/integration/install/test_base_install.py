@@ -39,7 +39,7 @@ def base_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("base-install")
     source = work / "source"
     source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, source / name)
     shutil.copytree(ROOT / "pytest_triton", source / "pytest_triton", ignore=shutil.ignore_patterns("__pycache__"))
     venv.create(work / "env", with_pip=True)

@@ -102,3 +102,17 @@ def test_record_needs_samples() -> None:
 
     with pytest.raises(ValueError, match="no samples"):
         record_benchmark(Fixture(), empty)
+
+
+def test_compare_finds_the_same_machine_info_it_saved(project: pytest.Pytester) -> None:
+    # a test that measures with the session's bench: it exists when the run is saved, not yet when the next run
+    # compares (pytest-benchmark compares in its pytest_configure)
+    project.makepyfile(test_bench="def test_bench(triton_bench, benchmark):\n    benchmark(lambda: None)\n")
+    _run(project, "--benchmark-autosave", "test_bench.py").assert_outcomes(passed=1)
+    (saved,) = (project.path / "store").rglob("0001_*.json")
+    data = json.loads(saved.read_text())
+    assert data["machine_info"]["triton_hardware"]
+    assert "triton_enforcement" in data["triton"]  # what the run found, beside the machine's facts
+    compared = _run(project, "--benchmark-compare=0001", "test_bench.py")
+    assert compared.ret == 0, compared.stdout.str()
+    assert "machine_info is different" not in compared.stdout.str() + compared.stderr.str()

@@ -15,10 +15,16 @@ import textwrap
 from pathlib import Path
 
 # what loading the plugin may import of the project: the plugin's own modules (all light, but the server factory,
-# which imports the servers), the errors, the servers package (its names are imported when first used) and the
-# session's run id
+# which imports the servers), the errors, the hardware facts (standard library only: xdist workers' GPUs), the
+# servers package (its names are imported when first used) and the session's run id
 LIGHT = frozenset(
-    {"pytest_triton", "pytest_triton.errors", "pytest_triton.servers", "pytest_triton.servers.session_run"}
+    {
+        "pytest_triton",
+        "pytest_triton.errors",
+        "pytest_triton.hardware",
+        "pytest_triton.servers",
+        "pytest_triton.servers.session_run",
+    }
 )
 PLUGIN = "pytest_triton.plugin"
 HEAVY_PLUGIN_MODULES = frozenset({"pytest_triton.plugin.server_factory"})

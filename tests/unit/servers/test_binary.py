@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import threading
 from pathlib import Path
@@ -172,3 +173,15 @@ def test_require_gpu_says_what_it_saw(monkeypatch: pytest.MonkeyPatch) -> None:
         require_gpu()  # hidden by the variable even where nvidia-smi lists one
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     assert require_gpu() == ("NVIDIA H200",)
+
+
+def test_backend_dirs_of_removed_environments_are_pruned(tmp_path: Path) -> None:
+    gone = _fake_pytriton(tmp_path / "gone-env", ("3.11",))
+    kept = _fake_pytriton(tmp_path / "kept-env", ("3.11",))
+    old = prepare_backend_dir(gone, "3.11", tmp_path / "cache")
+    alive = prepare_backend_dir(kept, "3.11", tmp_path / "cache")
+    shutil.rmtree(tmp_path / "gone-env")  # the virtual environment was deleted
+    third = _fake_pytriton(tmp_path / "new-env", ("3.11",))
+    new = prepare_backend_dir(third, "3.11", tmp_path / "cache")
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == sorted([alive.name, new.name])
+    assert not old.exists()
