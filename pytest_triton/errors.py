@@ -40,7 +40,8 @@ class ConfigError(PytestTritonError, ValueError):
         self.path = path
         self.line = line
         self.col = col
-        where = f"{path}:{line}:{col}: " if path else ""
+        # positions are 1-based; 0 means not known and is left out (``file: ...``, ``file:3: ...``)
+        where = f"{path}{f':{line}' if line else ''}{f':{col}' if line and col else ''}: " if path else ""
         super().__init__(f"{where}{message}")
         self.reason = message
 

@@ -14,6 +14,7 @@ import tarfile
 from pathlib import Path
 from pathlib import PurePosixPath
 
+from pytest_triton.archive.files import read_file_bytes
 from pytest_triton.archive.guarded import ArchiveLimitError
 from pytest_triton.archive.guarded import ArchiveLimits
 from pytest_triton.archive.guarded import open_guarded
@@ -32,10 +33,12 @@ def sidecar_env(archive: Path) -> Path:
     return archive.with_name(archive.name + ".env")
 
 
-def read_env_file(path: Path) -> dict[str, str]:
-    """KEY=VALUE lines (``#`` comments, optional quotes, ``export``), as written beside a model.tar.gz."""
+def read_env_file(path: Path, *, root: Path | None = None) -> dict[str, str]:
+    """KEY=VALUE lines (``#`` comments, optional quotes, ``export``), as written beside a model.tar.gz; read
+    through the guarded reader (a FIFO or ``/dev/zero`` is a ConfigError, ``root``: links stay inside it)."""
     values: dict[str, str] = {}
-    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    text = read_file_bytes(path, "sidecar", root=root).decode("utf-8", errors="replace")
+    for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue
@@ -51,11 +54,11 @@ def folder_env(folder: Path) -> tuple[dict[str, str], list[str]]:
     (nothing else of it: it may hold tokens, and the environment is visible in DescribeModel)."""
     sidecar = folder / FOLDER_SIDECAR
     if sidecar.is_file():
-        return read_env_file(sidecar), []
+        return read_env_file(sidecar, root=folder), []
     legacy = folder / LEGACY_FOLDER_SIDECAR
     if not legacy.is_file():
         return {}, []
-    values = {k: v for k, v in read_env_file(legacy).items() if k.startswith(_SERVE_SCRIPT_PREFIX)}
+    values = {k: v for k, v in read_env_file(legacy, root=folder).items() if k.startswith(_SERVE_SCRIPT_PREFIX)}
     if not values:
         return {}, []
     note = (
@@ -74,6 +77,7 @@ def unpack_model_archive(archive: Path, dest: Path, limits: ArchiveLimits | None
     base = dest.resolve()
     members = written = 0
     try:
+        expansion_floor = max(64 << 20, limits.max_expansion * archive.stat().st_size)
         with open_guarded(str(archive), limits) as tar:
             for member in tar:
                 members += 1
@@ -95,12 +99,23 @@ def unpack_model_archive(archive: Path, dest: Path, limits: ArchiveLimits | None
                 written += member.size
                 if written > limits.max_written_bytes or written > limits.max_total_bytes:
                     name, value = min(
-                        ("max_written_bytes", limits.max_written_bytes), ("max_total_bytes", limits.max_total_bytes)
+                        ("max_written_bytes", limits.max_written_bytes),
+                        ("max_total_bytes", limits.max_total_bytes),
+                        key=lambda limit: limit[1],  # the limit that was passed: the smaller one
                     )
                     raise _over(archive, name, value, f"more than {value:,} bytes at member {member.name!r}")
+                if written > expansion_floor:
+                    raise _over(
+                        archive,
+                        "max_expansion",
+                        limits.max_expansion,
+                        f"{written:,} bytes unpacked from {archive.stat().st_size:,} at member {member.name!r}",
+                    )
                 target.parent.mkdir(parents=True, exist_ok=True)
                 _write_member(tar, member, target)
     except ArchiveLimitError as exc:
+        if isinstance(exc, _Unpacking):
+            raise  # already says which archive and which limit
         raise _over(archive, exc.limit, exc.value, exc.reason) from None
     except (tarfile.TarError, OSError, EOFError) as exc:
         raise ConfigError(
@@ -118,8 +133,12 @@ def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path) -
             out.write(chunk)
 
 
+class _Unpacking(ArchiveLimitError):
+    """A limit passed while unpacking, in the words of :func:`unpack_model_archive`."""
+
+
 def _over(archive: Path, limit: str, value: int, what: str) -> ArchiveLimitError:
-    return ArchiveLimitError(
+    return _Unpacking(
         f"cannot unpack {str(archive)!r}: {what}, over {limit}={value:,}; raise it with "
         f"PYTEST_TRITON_ARCHIVE_LIMITS={limit}=N (K, M, G suffixes; comma-separated)",
         limit=limit,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import io
 import subprocess
-import sys
 import tarfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -19,11 +18,6 @@ from typing import Any
 from typing import final
 
 from pytest_triton.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 __all__ = ["BaseTree", "open_base", "tree_digest"]
 
@@ -139,10 +133,12 @@ def extract(base: BaseTree, paths: Iterable[Path]) -> list[Path]:
 def declared_paths(contracts: Path) -> list[Path]:
     """The paths a contracts file names (resolved against it), read without validating it: what its base
     needs extracted before it can be read."""
+    from pytest_triton.config.toml import read_toml
+
     try:
-        data: Any = tomllib.loads(contracts.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
-        return []
+        data: Any = read_toml(contracts, "pyproject" if contracts.name == "pyproject.toml" else "contracts").data
+    except ConfigError:
+        return []  # the base's file is validated when it is loaded, with the error naming it
     if contracts.name == "pyproject.toml":
         data = data.get("tool", {}).get("pytest-triton", {}).get("contracts", {})
     found: list[str] = []

@@ -44,8 +44,6 @@ Every value is validated on load; a bad one raises :class:`ConfigError` naming t
 from __future__ import annotations
 
 import itertools
-import re
-import sys
 from collections.abc import Collection
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -59,12 +57,18 @@ from pytest_triton.bench.engine import EnginePath
 from pytest_triton.bench.relative import RELATIVE_METRICS
 from pytest_triton.bench.relative import RelativeBudget
 from pytest_triton.bench.stats import PERCENTILES
+from pytest_triton.config.toml import KeyPath
+from pytest_triton.config.toml import TomlDocument
+from pytest_triton.config.toml import dotted
+from pytest_triton.config.toml import parse_toml
+from pytest_triton.config.toml import read_toml
+from pytest_triton.config.values import MAX_BATCH_SIZE
+from pytest_triton.config.values import MAX_MS
+from pytest_triton.config.values import MAX_RATE
+from pytest_triton.config.values import MAX_RATIO
+from pytest_triton.config.values import integer_problem
+from pytest_triton.config.values import number_problem
 from pytest_triton.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 __all__ = [
     "Budget",
@@ -178,66 +182,43 @@ class BudgetFile:
 
 
 class _Validator:
-    def __init__(self, path: str, text: str) -> None:
-        self.path = path
-        self.lines = text.splitlines()
+    def __init__(self, document: TomlDocument) -> None:
+        self.document = document
 
-    def line_of(self, table: tuple[str, ...], key: str | None) -> int:
-        """Best effort: the line of ``key`` inside ``[table]`` (or of the table header); 0 when not found."""
-        if not table:
-            for i, line in enumerate(self.lines):
-                if line.lstrip().startswith("["):
-                    break
-                if key is not None and re.match(rf"^\s*\"?{re.escape(key)}\"?\s*=", line):
-                    return i + 1
-            return 0
-        header = re.compile(
-            r"^\s*\[\s*" + r"\s*\.\s*".join(rf"(\"{re.escape(t)}\"|{re.escape(t)})" for t in table) + r"\s*\]"
-        )
-        start = next((i for i, line in enumerate(self.lines) if header.match(line)), None)
-        if start is None:
-            return 0
-        if key is None:
-            return start + 1
-        for i in range(start + 1, len(self.lines)):
-            if self.lines[i].lstrip().startswith("["):
-                break
-            if re.match(rf"^\s*\"?{re.escape(key)}\"?\s*=", self.lines[i]):
-                return i + 1
-        return start + 1
+    def fail(self, table: KeyPath, key: str | None, message: str) -> ConfigError:
+        return self.document.error((*table, key) if key is not None else table, message)
 
-    def fail(self, table: tuple[str, ...], key: str | None, message: str) -> ConfigError:
-        return ConfigError(message, path=self.path, line=self.line_of(table, key))
-
-    def number(self, table: tuple[str, ...], key: str, value: Any, what: str) -> float:
-        dotted = ".".join((*table, key))
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
-            raise self.fail(table, key, f"{dotted}={value!r}: expected {what}")
+    def number(self, table: KeyPath, key: str, value: Any, what: str, maximum: float) -> float:
+        where = dotted((*table, key))
+        problem = number_problem(value, 0, maximum, above=True)
+        if problem is not None:
+            raise self.fail(table, key, f"{where}={value!r}: expected {what}, {problem}")
         return float(value)
 
-    def shared(self, table: tuple[str, ...], data: Mapping[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    def shared(self, table: KeyPath, data: Mapping[str, Any], base: dict[str, Any]) -> dict[str, Any]:
         out = dict(base)
         for key in _SHARED_KEYS & data.keys():
             value = data[key]
-            dotted = ".".join((*table, key))
+            where = dotted((*table, key))
             if key == "path":
                 if value not in BUDGET_PATHS:
                     choices = ", ".join(repr(p) for p in BUDGET_PATHS)
-                    raise self.fail(table, key, f"{dotted}={value!r}: expected the engine path, one of {choices}")
+                    raise self.fail(table, key, f"{where}={value!r}: expected the engine path, one of {choices}")
                 out[key] = value
             elif key in ("source", "notes"):
                 if not isinstance(value, str) or (key == "source" and not value.strip()):
-                    raise self.fail(table, key, f"{dotted}={value!r}: expected a non-empty string")
+                    raise self.fail(table, key, f"{where}={value!r}: expected a non-empty string")
                 out[key] = value
             elif key == "tolerance":
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
                     raise self.fail(
-                        table, key, f"{dotted}={value!r}: expected a fraction 0 <= tolerance < 1 (0.1 = 10%)"
+                        table, key, f"{where}={value!r}: expected a fraction 0 <= tolerance < 1 (0.1 = 10%)"
                     )
                 out[key] = float(value)
             else:
-                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                    raise self.fail(table, key, f"{dotted}={value!r}: expected a batch size >= 1")
+                problem = integer_problem(value, 1, MAX_BATCH_SIZE)
+                if problem is not None:
+                    raise self.fail(table, key, f"{where}={value!r}: expected a batch size, {problem}")
                 out[key] = value
         return out
 
@@ -252,12 +233,16 @@ class _Validator:
         fields = self.shared(table, data, base)
         for key in (*_LIMITS, "samples_per_s"):
             if key in data:
-                what = "a number of samples per second > 0" if key == "samples_per_s" else "milliseconds > 0"
-                fields[key] = self.number(table, key, data[key], what)
+                rate = key == "samples_per_s"
+                what = "a number of samples per second" if rate else "milliseconds"
+                fields[key] = self.number(table, key, data[key], what, MAX_RATE if rate else MAX_MS)
         stream = {}
         for key in sorted(_STREAM_KEYS & set(data)):
-            what = "a number of responses per second > 0" if key == "responses_per_s" else "milliseconds > 0"
-            stream[STREAM_KEY_ALIASES.get(key, key)] = self.number(table, key, data[key], what)
+            rate = key == "responses_per_s"
+            what = "a number of responses per second" if rate else "milliseconds"
+            stream[STREAM_KEY_ALIASES.get(key, key)] = self.number(
+                table, key, data[key], what, MAX_RATE if rate else MAX_MS
+            )
         if stream:
             fields["stream"] = stream
         if not fields.get("source"):
@@ -269,7 +254,7 @@ class _Validator:
         return Budget(hardware=hardware, variant=name, **fields)
 
     def relative(self, hardware: str, index: int, data: Any, base: dict[str, Any]) -> RelativeBudget:
-        table = (hardware, "relative")
+        table: KeyPath = (hardware, "relative", index)
         where = f"{hardware}.relative[{index}]"
         if not isinstance(data, dict):
             raise self.fail((hardware,), "relative", f"{where}={data!r}: expected a [[{hardware}.relative]] table")
@@ -300,7 +285,8 @@ class _Validator:
             if key in data:
                 if key not in allowed:
                     raise self.fail(table, key, f"{where}.{key}: not a limit of metric={metric!r}; use {allowed}")
-                fields[key] = self.number(table, key, data[key], "a number > 0")
+                limit = MAX_MS if key == "max_added_ms" else MAX_RATIO
+                fields[key] = self.number(table, key, data[key], "a limit", limit)
         if not any(k in fields for k in allowed):
             raise self.fail(table, None, f"{where}: no limit; give {' or '.join(allowed)}")
         if not fields["source"]:
@@ -332,14 +318,12 @@ class _Validator:
 
 def parse_budgets(text: str, path: str | Path | None = None) -> BudgetFile:
     """Parse and validate budget TOML ``text`` (``path`` only names it in errors)."""
-    where = str(path) if path is not None else "<budgets>"
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        match = re.search(r"at line (\d+), column (\d+)", str(exc))
-        line, col = (int(match.group(1)), int(match.group(2))) if match else (0, 0)
-        raise ConfigError(f"not valid TOML: {exc}", path=where, line=line, col=col) from exc
-    check = _Validator(where, text)
+    return _validate(parse_toml(text, Path(path) if path is not None else Path("<budgets>")), path is not None)
+
+
+def _validate(document: TomlDocument, named: bool) -> BudgetFile:
+    data = document.data
+    check = _Validator(document)
     budgets: dict[str, dict[str, Budget]] = {}
     relative: dict[str, tuple[RelativeBudget, ...]] = {}
     policies: dict[str, HardwarePolicy] = {}
@@ -362,14 +346,9 @@ def parse_budgets(text: str, path: str | Path | None = None) -> BudgetFile:
                     (hardware,), name, f"{hardware}.{name}={value!r}: not a variant table nor one of {allowed}"
                 )
             budgets[hardware][name] = check.variant(hardware, name, value, base)
-    return BudgetFile(Path(path) if path is not None else None, budgets, relative, policies)
+    return BudgetFile(document.path if named else None, budgets, relative, policies)
 
 
 def load_budgets(path: str | Path) -> BudgetFile:
-    """Load a budget file; a missing file is a ConfigError naming it."""
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read the budget file: {exc.strerror or exc}", path=str(file)) from exc
-    return parse_budgets(text, file)
+    """Load a budget file through the guarded reader; any problem is a ConfigError naming it."""
+    return _validate(read_toml(Path(path), "budgets"), True)

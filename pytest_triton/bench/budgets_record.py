@@ -16,6 +16,7 @@ import socket
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_triton.archive.files import read_file_text
 from pytest_triton.bench.engine import BUDGET_PATHS
 from pytest_triton.bench.results import VariantResult
 from pytest_triton.bench.stats import PERCENTILES
@@ -129,7 +130,7 @@ def write_budgets(
     if not rows:
         return []
     table = render_budgets(rows, hardware, margin, version=version)
-    existing = path.read_text(encoding="utf-8") if path.is_file() else ""
+    existing = read_file_text(path, "budgets") if path.exists() else ""  # a FIFO or device: a ConfigError
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(merge_budgets(existing, hardware, table), encoding="utf-8")
     return rows

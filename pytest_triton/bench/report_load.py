@@ -9,7 +9,6 @@ names the entry, never a traceback.
 from __future__ import annotations
 
 import json
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -30,25 +29,19 @@ from pytest_triton.bench.server_stats import ServerSplit
 from pytest_triton.bench.stats import LatencyStats
 from pytest_triton.errors import ConfigError
 
-__all__ = ["MAX_REPORT_BYTES", "read_report_json", "report_from_json"]
-
-MAX_REPORT_BYTES = 64 * 1024 * 1024  # a report keeps every latency sample: generous, still bounded
+__all__ = ["read_report_json", "report_from_json"]
 
 
 def read_report_json(path: Path) -> dict[str, Any]:
-    """A report file's JSON object: a regular file of at most :data:`MAX_REPORT_BYTES`, else a ConfigError."""
+    """A report file's JSON object, read through the guarded reader (a regular file within the ``report``
+    limit: it keeps every latency sample, so generous, still bounded), else a ConfigError."""
+    from pytest_triton.archive.files import read_file_text
+
+    text = read_file_text(path, "report")
     try:
-        info = path.stat()
-    except OSError as exc:
-        raise ConfigError(f"cannot read the report: {exc.strerror or exc}", path=str(path)) from exc
-    if not stat.S_ISREG(info.st_mode):
-        raise ConfigError("a report must be a regular file", path=str(path))
-    if info.st_size > MAX_REPORT_BYTES:
-        raise ConfigError(f"report of {info.st_size} bytes; at most {MAX_REPORT_BYTES} are read", path=str(path))
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(f"not a report's JSON: {exc}", path=str(path)) from exc
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ConfigError(f"not a report's JSON: {exc}", path=str(path)) from None
     if not isinstance(data, dict):
         raise ConfigError(
             f"not a report's JSON: top level is {type(data).__name__}, expected an object", path=str(path)

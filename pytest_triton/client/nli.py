@@ -169,7 +169,9 @@ def load_samples(path: str | Path) -> list[NliSample]:
 
     samples: list[NliSample] = []
     file = Path(path)
-    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+    from pytest_triton.archive.files import read_file_text
+
+    for number, line in enumerate(read_file_text(file, "samples").splitlines(), start=1):
         if not line.strip():
             continue
         try:

@@ -197,7 +197,12 @@ def collect(
     account = clients.account()
     ledgers: dict[str, Ledger] = {}
     for journal in ledger_files(ledger_places):
-        for read in Ledger.read(journal):
+        try:
+            found = Ledger.read(journal)
+        except ValueError as exc:  # a FIFO, a device, a file over its limit, a kind this version does not know
+            say(f"cloud-cleanup: ledger {journal} not read: {exc}; what it names is still found by its tag")
+            continue
+        for read in found:
             if read.region != clients.region:
                 continue  # another region's run: cloud-cleanup --region REGION
             ledger = ledgers.setdefault(read.run_id, Ledger(read.run_id, read.region, journal=journal, account=account))

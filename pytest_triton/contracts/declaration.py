@@ -8,14 +8,25 @@ relative to the file. The format is documented in docs/contracts.md.
 
 from __future__ import annotations
 
-import re
-import sys
+import dataclasses
+import math
 from collections.abc import Callable
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pytest_triton.bench.stats import PERCENTILES
+from pytest_triton.config.toml import KeyPath
+from pytest_triton.config.toml import TomlDocument
+from pytest_triton.config.toml import parse_toml
+from pytest_triton.config.toml import read_toml
+from pytest_triton.config.values import MAX_BATCH_SIZE
+from pytest_triton.config.values import MAX_DIM
+from pytest_triton.config.values import MAX_MS
+from pytest_triton.config.values import MAX_RATIO
+from pytest_triton.config.values import MAX_SECONDS
+from pytest_triton.config.values import MAX_TENSOR_ELEMENTS
+from pytest_triton.config.values import integer_problem
 from pytest_triton.contracts.checks import DERIVED_CHECKS
 from pytest_triton.contracts.checks import OUTPUT_KEYS
 from pytest_triton.contracts.declaration_streams import check_streams
@@ -34,132 +45,17 @@ from pytest_triton.contracts.spec import RelativeBudget
 from pytest_triton.contracts.spec import TensorRule
 from pytest_triton.contracts.spec import Variant
 from pytest_triton.contracts.spec import precision_tolerance
+from pytest_triton.contracts.table_reader import TableReader
 from pytest_triton.errors import ConfigError
 from pytest_triton.parity.tensors import Tolerance
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
-__all__ = ["PYPROJECT_TABLE", "load_declaration", "parse_declaration"]
+__all__ = ["PYPROJECT_TABLE", "check_declared_files", "load_declaration", "parse_declaration"]
 
 PYPROJECT_TABLE = ("tool", "pytest-triton", "contracts")
 MAX_CONCURRENCY = 64  # client threads of one latency item: beyond that the GIL, not the server, is measured
 
 
-# -- reading ------------------------------------------------------------------------------------------------
-
-
-class _Reader:
-    """Typed access to the TOML data; every error names the file, the line and the key path."""
-
-    def __init__(
-        self, path: Path, text: str, prefix: tuple[str, ...], check_launcher: Callable[[str], object] | None = None
-    ) -> None:
-        self.path = path
-        self.lines = text.splitlines()
-        self.prefix = prefix
-        self.check_launcher = check_launcher
-
-    def key(self, keys: tuple[str, ...]) -> str:
-        return ".".join((*self.prefix, *keys))
-
-    def _header(self, keys: tuple[str, ...]) -> int:
-        """The line of ``[a.b]`` / ``[[a.b]]`` for ``keys`` (the last one for an array of tables); 0 if none."""
-        pattern = re.compile(rf"^\s*\[+\s*{re.escape('.'.join((*self.prefix, *keys)))}\s*\]+")
-        found = [n for n, line in enumerate(self.lines, start=1) if pattern.search(line)]
-        return found[-1] if found else 0
-
-    def line_of(self, keys: tuple[str, ...]) -> int:
-        """Best effort: the line that sets the last key inside its table (or opens it); 0 when not found."""
-        if not keys:
-            return 0
-        if header := self._header(keys):
-            return header
-        table = keys[:-1]
-        start = self._header(table) if table or self.prefix else 1
-        if start:  # the key's own table: from its header to the next one
-            end = next(
-                (n for n in range(start + 1, len(self.lines) + 1) if self.lines[n - 1].lstrip().startswith("[")),
-                len(self.lines) + 1,
-            )
-            span = range(start, end)
-        else:  # an inline table or a dotted key: on its parent's line
-            parent = self.line_of(table)
-            span = range(parent, parent + 1) if parent else range(1, len(self.lines) + 1)
-        last = re.escape(keys[-1])
-        assign = re.compile(rf"^\s*\"?{last}\"?\s*=|[{{,]\s*\"?{last}\"?\s*=")
-        for number in span:
-            if number >= 1 and assign.search(self.lines[number - 1]):
-                return number
-        return self.line_of(table)
-
-    def fail(self, keys: tuple[str, ...], message: str) -> ConfigError:
-        return ConfigError(message, path=str(self.path), line=self.line_of(keys), col=1 if keys else 0)
-
-    def bad(self, keys: tuple[str, ...], value: Any, expected: str) -> ConfigError:
-        return self.fail(keys, f"{self.key(keys)}={value!r}: expected {expected}")
-
-    def table(self, data: Any, keys: tuple[str, ...], known: set[str]) -> dict[str, Any]:
-        if not isinstance(data, dict):
-            raise self.bad(keys, data, "a table")
-        unknown = sorted(set(data) - known)
-        if unknown:
-            where = self.key(keys) or "the top level"
-            raise self.fail(
-                (*keys, unknown[0]),
-                f"{self.key((*keys, unknown[0]))}: unknown key {unknown[0]!r} in {where}; "
-                f"known keys: {', '.join(sorted(known))}",
-            )
-        return data
-
-    def string(self, data: Mapping[str, Any], keys: tuple[str, ...], default: str | None = None) -> str:
-        value = data.get(keys[-1], default)
-        if not isinstance(value, str) or not value:
-            if keys[-1] not in data and default is None:
-                raise self.fail(keys, f"{self.key(keys)} is missing: expected a non-empty string")
-            raise self.bad(keys, value, "a non-empty string")
-        return value
-
-    def choice(self, data: Mapping[str, Any], keys: tuple[str, ...], choices: tuple[str, ...], default: str) -> str:
-        value = data.get(keys[-1], default)
-        if value not in choices:
-            raise self.bad(keys, value, f"one of {', '.join(repr(c) for c in choices)}")
-        return str(value)
-
-    def integer(self, data: Mapping[str, Any], keys: tuple[str, ...], default: int, minimum: int = 1) -> int:
-        value = data.get(keys[-1], default)
-        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-            raise self.bad(keys, value, f"an integer >= {minimum}")
-        return value
-
-    def number(self, data: Mapping[str, Any], keys: tuple[str, ...], default: float | None = None) -> float:
-        value = data.get(keys[-1], default)
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
-            raise self.bad(keys, value, "a number")
-        return float(value)
-
-    def path_of(self, data: Mapping[str, Any], keys: tuple[str, ...], what: str) -> Path:
-        text = self.string(data, keys)
-        resolved = (self.path.parent / text).resolve()
-        if not resolved.exists():
-            raise self.fail(keys, f"{self.key(keys)}={text!r}: {what} {str(resolved)!r} does not exist")
-        return resolved
-
-    def names(
-        self, data: Mapping[str, Any], keys: tuple[str, ...], allowed: Mapping[str, Any] | tuple[str, ...]
-    ) -> tuple[str, ...]:
-        value = data.get(keys[-1], [])
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.bad(keys, value, "a list of strings")
-        for item in value:
-            if item not in allowed:
-                raise self.bad(keys, item, f"one of {', '.join(repr(a) for a in allowed)}")
-        return tuple(value)
-
-
-def _variant(read: _Reader, name: str, data: Any) -> Variant:
+def _variant(read: TableReader, name: str, data: Any) -> Variant:
     keys = ("variants", name)
     known = {"repository", "model", "launcher", "precision", "protocol", "inputs", "outputs", "requires", "budget"}
     data = read.table(data, keys, known)
@@ -210,7 +106,7 @@ def _variant(read: _Reader, name: str, data: Any) -> Variant:
     )
 
 
-def _reference(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> Reference:
+def _reference(read: TableReader, data: Any, variants: Mapping[str, Variant]) -> Reference:
     keys = ("reference",)
     if data is None:
         raise read.fail((), '[reference] is missing: give variant = NAME or onnx = "model.onnx"')
@@ -223,23 +119,32 @@ def _reference(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> Ref
             raise read.bad((*keys, "variant"), name, f"one of the variants ({', '.join(variants)})")
         return Reference(name=name, variant=name)
     onnx = read.path_of(data, (*keys, "onnx"), "ONNX file")
+    read.require((*keys, "onnx"), "onnxruntime", "onnxruntime", "serve", "runs in this process on ONNX Runtime")
     name = read.string(data, (*keys, "name"), "onnxruntime-inprocess")
     if name in variants:  # latency items name the reference by it
         raise read.bad((*keys, "name"), name, "a name no variant has (the reports call the reference by it)")
     return Reference(name=name, onnx=onnx)
 
 
-def _tensor_rule(read: _Reader, name: str, data: Any, keys: tuple[str, ...]) -> TensorRule:
+def _tensor_rule(read: TableReader, name: str, data: Any, keys: KeyPath) -> TensorRule:
     data = read.table(data, keys, {"min", "max", "mask", "min_ones", "shape"})
-    low = read.number(data, (*keys, "min")) if "min" in data else None
+    low = read.number(data, (*keys, "min")) if "min" in data else None  # finite: a generator's bound
     high = read.number(data, (*keys, "max")) if "max" in data else None
     if low is not None and high is not None and high < low:
         raise read.fail((*keys, "max"), f"{read.key((*keys, 'max'))}={high:g} < {read.key((*keys, 'min'))}={low:g}")
     shape = data.get("shape")
     if shape is not None and (
-        not isinstance(shape, list) or not shape or not all(isinstance(d, int) and d >= 1 for d in shape)
+        not isinstance(shape, list)
+        or not shape
+        or not all(integer_problem(d, 1, MAX_DIM) is None for d in shape)
+        or math.prod(shape) > MAX_TENSOR_ELEMENTS
     ):
-        raise read.bad((*keys, "shape"), shape, "a list of dims >= 1 (the config's dims, batch excluded)")
+        raise read.bad(
+            (*keys, "shape"),
+            shape,
+            f"a list of dims from 1 to {MAX_DIM:,} (the config's dims, batch excluded), at most "
+            f"{MAX_TENSOR_ELEMENTS:,} elements in all",
+        )
     mask = data.get("mask", False)
     if not isinstance(mask, bool):
         raise read.bad((*keys, "mask"), mask, "true or false")
@@ -248,12 +153,12 @@ def _tensor_rule(read: _Reader, name: str, data: Any, keys: tuple[str, ...]) -> 
         low,
         high,
         mask=mask,
-        min_ones=read.integer(data, (*keys, "min_ones"), 1, minimum=0),
+        min_ones=read.integer(data, (*keys, "min_ones"), 1, minimum=0, maximum=MAX_TENSOR_ELEMENTS),
         shape=tuple(shape) if shape is not None else None,
     )
 
 
-def _inputs(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> Inputs:
+def _inputs(read: TableReader, data: Any, variants: Mapping[str, Variant]) -> Inputs:
     keys: tuple[str, ...] = ("inputs",)
     if data is None:
         raise read.fail((), '[inputs] is missing: give samples = "FILE" or an [inputs.generate] table')
@@ -264,29 +169,28 @@ def _inputs(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> Inputs
         samples = read.path_of(data, (*keys, "samples"), "samples file")
         if samples.suffix not in (".jsonl", ".npz"):
             raise read.bad((*keys, "samples"), data["samples"], "a .jsonl (KServe v2 JSON lines) or .npz file")
-        return Inputs(samples=samples, batch_size=read.integer(data, (*keys, "batch_size"), 1))
+        return Inputs(samples=samples, batch_size=read.integer(data, (*keys, "batch_size"), 1, maximum=MAX_BATCH_SIZE))
     keys = (*keys, "generate")
     gen = read.table(data["generate"], keys, {"from", "examples", "seed", "max_seconds", "batch_size", "tensors"})
     source = read.string(gen, (*keys, "from"), next(iter(variants)))
     if source not in variants:
         raise read.bad((*keys, "from"), source, f"one of the variants ({', '.join(variants)})")
     tensors = read.table(gen.get("tensors", {}), (*keys, "tensors"), set(gen.get("tensors", {})))
-    max_seconds = read.number(gen, (*keys, "max_seconds"), 60.0)
-    if not max_seconds > 0:
-        raise read.bad((*keys, "max_seconds"), max_seconds, "a number of seconds > 0")
+    max_seconds = read.number(gen, (*keys, "max_seconds"), 60.0, minimum=0, maximum=MAX_SECONDS, above=True)
+    read.require(keys, "hypothesis", "hypothesis", "contracts", "draws inputs with Hypothesis")
     return Inputs(
         generated=Generated(
             source=source,
             examples=read.integer(gen, (*keys, "examples"), 50),
-            seed=read.integer(gen, (*keys, "seed"), 0, minimum=0),
+            seed=read.integer(gen, (*keys, "seed"), 0, minimum=0, maximum=2**63 - 1),
             max_seconds=max_seconds,
-            batch_size=read.integer(gen, (*keys, "batch_size"), 2),
+            batch_size=read.integer(gen, (*keys, "batch_size"), 2, maximum=MAX_BATCH_SIZE),
             tensors={n: _tensor_rule(read, n, t, (*keys, "tensors", n)) for n, t in tensors.items()},
         )
     )
 
 
-def _labels(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> tuple[LabelCheck, ...]:
+def _labels(read: TableReader, data: Any, variants: Mapping[str, Variant]) -> tuple[LabelCheck, ...]:
     if data is None:
         return ()
     data = read.table(data, ("parity",), {"outputs", "labels"})
@@ -308,7 +212,7 @@ def _labels(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> tuple[
     return tuple(checks)
 
 
-def _outputs(read: _Reader, data: Any) -> tuple[OutputCheck, ...]:
+def _outputs(read: TableReader, data: Any) -> tuple[OutputCheck, ...]:
     if data is None:
         return ()
     data = read.table(data, ("parity",), {"outputs", "labels"})
@@ -324,9 +228,7 @@ def _outputs(read: _Reader, data: Any) -> tuple[OutputCheck, ...]:
             given = {}
             for key in ("atol", "rtol"):
                 if key in table:
-                    given[key] = read.number(table, (*keys, key))
-                    if given[key] < 0:
-                        raise read.bad((*keys, key), table[key], "a number >= 0")
+                    given[key] = read.number(table, (*keys, key), minimum=0, maximum=MAX_RATIO)
             tol = Tolerance(
                 atol=given.get("atol", base.atol),
                 rtol=given.get("rtol", base.rtol),
@@ -344,7 +246,7 @@ def _outputs(read: _Reader, data: Any) -> tuple[OutputCheck, ...]:
     return tuple(checks)
 
 
-def _latency(read: _Reader, data: Any, variants: Mapping[str, Variant], reference: Reference) -> Latency | None:
+def _latency(read: TableReader, data: Any, variants: Mapping[str, Variant], reference: Reference) -> Latency | None:
     if data is None:
         return None
     # what can be timed: the variants, and an ONNX reference (in this process) by its name
@@ -373,27 +275,39 @@ def _latency(read: _Reader, data: Any, variants: Mapping[str, Variant], referenc
     benchmark = data.get("benchmark", False)
     if not isinstance(benchmark, bool):
         raise read.bad((*keys, "benchmark"), benchmark, "true or false")
+    if benchmark:
+        read.require(
+            (*keys, "benchmark"), "pytest_benchmark", "pytest-benchmark", "bench", "records into pytest-benchmark"
+        )
     warm = data.get("warm_batch_sizes", [])
-    if not isinstance(warm, list) or not all(isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in warm):
-        raise read.bad((*keys, "warm_batch_sizes"), warm, "a list of batch sizes >= 1")
-    window = read.number(data, (*keys, "window_ms")) if "window_ms" in data else None
-    if window is not None and not window > 0:
-        raise read.bad((*keys, "window_ms"), window, "a window in milliseconds > 0")
+    if (
+        not isinstance(warm, list)
+        or len(warm) > MAX_CONCURRENCY
+        or not all(integer_problem(b, 1, MAX_BATCH_SIZE) is None for b in warm)
+    ):
+        raise read.bad(
+            (*keys, "warm_batch_sizes"),
+            warm,
+            f"a list of at most {MAX_CONCURRENCY} batch sizes from 1 to {MAX_BATCH_SIZE}",
+        )
+    window = (
+        read.number(data, (*keys, "window_ms"), minimum=0, maximum=MAX_MS, above=True) if "window_ms" in data else None
+    )
     relative = []
     rules = data.get("relative", [])
     if not isinstance(rules, list):
         raise read.bad((*keys, "relative"), rules, "an array of tables [[latency.relative]]")
-    for rule in rules:
-        at = (*keys, "relative")
+    for index, rule in enumerate(rules):
+        at: KeyPath = (*keys, "relative", index)
         rule = read.table(rule, at, {"variant", "baseline", "max_ratio", "percentile"})
         pair = {}
         for key in ("variant", "baseline"):
             pair[key] = read.string(rule, (*at, key))
             if pair[key] not in timed:
                 raise read.bad((*at, key), pair[key], f"one of the variants or the reference ({', '.join(timed)})")
-        ratio = read.number(rule, (*at, "max_ratio"))
-        if not ratio > 0:
-            raise read.bad((*at, "max_ratio"), ratio, "a ratio > 0 (1.5: at most 50% slower)")
+        ratio = read.number(
+            rule, (*at, "max_ratio"), minimum=0, maximum=MAX_RATIO, above=True, hint="1.5: at most 50% slower"
+        )
         percentile = read.integer(rule, (*at, "percentile"), 50)
         if percentile not in PERCENTILES:
             raise read.bad((*at, "percentile"), percentile, f"one of {', '.join(map(str, PERCENTILES))}")
@@ -402,8 +316,8 @@ def _latency(read: _Reader, data: Any, variants: Mapping[str, Variant], referenc
         relative.append(RelativeBudget(pair["variant"], pair["baseline"], ratio, percentile))
     return Latency(
         variants=read.names(data, (*keys, "variants"), timed) or tuple(variants),
-        batch_size=read.integer(data, (*keys, "batch_size"), 1),
-        throughput_batch_size=read.integer(data, (*keys, "throughput_batch_size"), 8),
+        batch_size=read.integer(data, (*keys, "batch_size"), 1, maximum=MAX_BATCH_SIZE),
+        throughput_batch_size=read.integer(data, (*keys, "throughput_batch_size"), 8, maximum=MAX_BATCH_SIZE),
         warmup=read.integer(data, (*keys, "warmup"), 3, minimum=0),
         warm_batch_sizes=tuple(warm),
         concurrency=concurrency,
@@ -414,7 +328,10 @@ def _latency(read: _Reader, data: Any, variants: Mapping[str, Variant], referenc
     )
 
 
-def _baseline(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> BaselineLimits:
+_BASELINE_HINT = "1.10: at most 10% slower; 0.90: 10% fewer/s"
+
+
+def _baseline(read: TableReader, data: Any, variants: Mapping[str, Variant]) -> BaselineLimits:
     """``[baseline]``: the limits of ``--triton-baseline`` pairs (a ratio of 0 or below is a mistake)."""
     if data is None:
         return BaselineLimits()
@@ -424,9 +341,7 @@ def _baseline(read: _Reader, data: Any, variants: Mapping[str, Variant]) -> Base
     given: dict[str, Any] = {}
     for key in limits:
         if key in data:
-            given[key] = read.number(data, (*keys, key))
-            if not given[key] > 0:
-                raise read.bad((*keys, key), data[key], "a ratio > 0 (1.10: at most 10% slower; 0.90: 10% fewer/s)")
+            given[key] = read.number(data, (*keys, key), minimum=0, maximum=MAX_RATIO, above=True, hint=_BASELINE_HINT)
     return BaselineLimits(**given, variants=read.names(data, (*keys, "variants"), tuple(variants)))
 
 
@@ -437,13 +352,12 @@ def parse_declaration(
 
     ``check_launcher`` raises ConfigError for a launcher name that is not registered (the plugin passes the
     registry's lookup)."""
-    file = Path(path).resolve()
-    try:
-        data: Any = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        match = re.search(r"at line (\d+), column (\d+)", str(exc))
-        line, col = (int(match.group(1)), int(match.group(2))) if match else (0, 0)
-        raise ConfigError(f"not valid TOML: {exc}", path=str(file), line=line, col=col) from exc
+    return _validate(parse_toml(text, Path(path).resolve()), check_launcher)
+
+
+def _validate(document: TomlDocument, check_launcher: Callable[[str], object] | None) -> Declaration:
+    file = document.path
+    data: Any = document.data
     prefix: tuple[str, ...] = ()
     if file.name == "pyproject.toml":
         prefix = PYPROJECT_TABLE
@@ -451,7 +365,7 @@ def parse_declaration(
             data = data.get(key) if isinstance(data, dict) else None
         if data is None:
             raise ConfigError(f"no [{'.'.join(PYPROJECT_TABLE)}] table in this pyproject.toml", path=str(file))
-    read = _Reader(file, text, prefix, check_launcher)
+    read = TableReader(document, prefix, check_launcher)
     data = read.table(data, (), {"variants", "reference", "inputs", "parity", "latency", "baseline"})
     raw_variants = read.table(data.get("variants", {}), ("variants",), set(data.get("variants", {})))
     if not raw_variants:
@@ -489,10 +403,19 @@ def parse_declaration(
 
 
 def load_declaration(path: str | Path, *, check_launcher: Callable[[str], object] | None = None) -> Declaration:
-    """Read and validate a contracts file; an unreadable file is a ConfigError naming it."""
+    """Read (through the guarded reader) and validate a contracts file; any problem is a ConfigError naming it."""
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read the contracts file: {exc.strerror or exc}", path=str(file)) from exc
-    return parse_declaration(text, file, check_launcher=check_launcher)
+    document = read_toml(file, "pyproject" if file.name == "pyproject.toml" else "contracts")
+    return _validate(dataclasses.replace(document, path=file.resolve()), check_launcher)
+
+
+def check_declared_files(declaration: Declaration) -> None:
+    """Read the files a declaration names besides itself (its budgets file, its samples file), so that a bad one
+    is one error when the run starts rather than one in every item that uses it."""
+    from pytest_triton.bench.budgets import load_budgets
+    from pytest_triton.contracts.samples import load_samples
+
+    if declaration.latency is not None and declaration.latency.budgets is not None:
+        load_budgets(declaration.latency.budgets)
+    if declaration.inputs.samples is not None:
+        load_samples(declaration.inputs.samples, batch_size=declaration.inputs.batch_size)

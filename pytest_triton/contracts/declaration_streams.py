@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from pytest_triton.contracts.spec import Declaration
 from pytest_triton.contracts.spec import Variant
+from pytest_triton.contracts.table_reader import TableReader
 from pytest_triton.errors import ConfigError
-
-
-class Reader(Protocol):
-    """What these checks need of the declaration's reader: errors that name the file, line and key."""
-
-    def key(self, keys: tuple[str, ...]) -> str: ...
-
-    def fail(self, keys: tuple[str, ...], message: str) -> ConfigError: ...
 
 
 def _decoupled(variant: Variant) -> bool:
@@ -31,7 +22,7 @@ def _decoupled(variant: Variant) -> bool:
         return False
 
 
-def check_streams(read: Reader, declaration: Declaration) -> None:
+def check_streams(read: TableReader, declaration: Declaration) -> None:
     """A decoupled model is called over the stream, and a declaration of streams compares streams only."""
     streamed = [v for v in declaration.variants.values() if v.protocol == "stream"]
     for variant in declaration.variants.values():

@@ -6,7 +6,7 @@ A variant that cannot run here (no GPU, no TensorRT, another launcher than the s
 
 from __future__ import annotations
 
-import tarfile
+import shutil
 from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -124,17 +124,21 @@ class ContractServers:
         self._folders: dict[Path, Path] = {}
 
     def folder(self, repository: Path) -> Path:
-        """The repository as a folder (a model.tar.gz is unpacked once, members checked by tarfile's data filter)."""
+        """The repository as a folder: a model.tar.gz is unpacked once through the guarded reader, within
+        ``$PYTEST_TRITON_ARCHIVE_LIMITS`` (links, devices, ``..`` and absolute members refused); a refused or cut
+        short archive leaves nothing behind."""
         if repository.is_dir():
             return repository
         if repository not in self._folders:
+            from pytest_triton.archive.model_tar import unpack_model_archive
+
             target = self.staging / f"archive-{len(self._folders) + 1}"
             target.mkdir(parents=True)
             try:
-                with tarfile.open(repository, "r:*") as tar:
-                    tar.extractall(target, filter="data")
-            except (tarfile.TarError, OSError) as exc:
-                raise ConfigError(f"cannot unpack the model archive: {exc}", path=str(repository)) from exc
+                unpack_model_archive(repository, target)
+            except ConfigError:
+                shutil.rmtree(target, ignore_errors=True)
+                raise
             self._folders[repository] = target
         return self._folders[repository]
 
@@ -202,10 +206,14 @@ class ContractServers:
         return self._servers[key]
 
     def stop_all(self) -> None:
-        """Stop the servers of the variants' own launchers (the session's factory stops its own)."""
+        """Stop the servers of the variants' own launchers (the session's factory stops its own) and remove the
+        unpacked archives."""
         for factory in self._factories.values():
             if factory is not self.factory:
                 factory.stop_all()
+        for folder in self._folders.values():  # unpacked archives: every server serves a staged copy of its own
+            shutil.rmtree(folder, ignore_errors=True)
+        self._folders.clear()
 
     def reference(self, declaration: Declaration) -> tuple[Transport, str]:
         """The reference's transport and the model name to call on it."""

@@ -50,14 +50,22 @@ def load_contracts(config: pytest.Config) -> None:
     paths = contract_paths(config)
     if not paths:  # nothing to read: the contracts code is not imported
         return
-    from pytest_triton.contracts import load_declaration
+    from pytest_triton.contracts.declaration import check_declared_files
+    from pytest_triton.contracts.declaration import load_declaration
     from pytest_triton.errors import ConfigError
     from pytest_triton.servers.registry import launcher_class
 
-    try:
-        state.declarations = [load_declaration(path, check_launcher=launcher_class) for path in paths]
-    except ConfigError as exc:
-        raise pytest.UsageError(f"invalid contracts file: {exc}") from exc
+    # each problem is one line that names the file, line:col and key: no traceback, no error per item
+    for path in paths:
+        try:
+            declaration = load_declaration(path, check_launcher=launcher_class)
+        except ConfigError as exc:
+            raise pytest.UsageError(f"invalid contracts file: {exc}") from None
+        try:
+            check_declared_files(declaration)
+        except ConfigError as exc:
+            raise pytest.UsageError(f"invalid file named by the contracts file {path}: {exc}") from None
+        state.declarations.append(declaration)
 
 
 class ContractFile(pytest.File):

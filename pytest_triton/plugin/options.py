@@ -14,7 +14,6 @@ are not options: they go through ``--triton-setting KEY=VALUE``, which the chose
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
@@ -23,11 +22,6 @@ from typing import Any
 from typing import Literal
 
 import pytest
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 Kind = Literal["flag", "text", "choice", "seconds", "ms", "paths", "lines"]
 
@@ -300,10 +294,13 @@ def settings(config: pytest.Config) -> dict[str, str]:
 
 
 def _pyproject_has_contracts(path: Path) -> bool:
+    from pytest_triton.config.toml import read_toml
+    from pytest_triton.errors import ConfigError
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
-        return False
+        data = read_toml(path, "pyproject").data
+    except ConfigError:
+        return False  # not ours to judge: pytest reads the same file and says what is wrong with it
     return isinstance(data.get("tool", {}).get("pytest-triton", {}).get("contracts"), dict)
 
 
@@ -380,6 +377,23 @@ def spelled(config: pytest.Config, name: str) -> str:
     return option.short if forms is not None and name in forms.ours else option.flag
 
 
+def check_report_folder(prefix: str, where: str) -> None:
+    """The report's folder made now, and a file written and removed in it: a report that cannot be written is a
+    usage error before the tests run, not a traceback after they passed."""
+    import tempfile
+
+    folder = Path(prefix).parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".pytest-triton-check-"):
+            pass
+    except OSError as exc:
+        raise pytest.UsageError(
+            f"{where}={prefix!r}: cannot write the report into {str(folder)!r} ({exc.strerror or exc}); "
+            "give a path in a folder this user can write"
+        ) from None
+
+
 def launcher_name(config: pytest.Config) -> str:
     """The session's launcher: sagemaker under --triton-cloud, else --triton-launcher, url with --triton-url,
     else the default (local)."""
@@ -423,6 +437,9 @@ def check(config: pytest.Config) -> None:
     """Every option that can be checked before the tests run: numbers, settings, --triton-cloud's company."""
     for name in ("triton_startup_timeout", "triton_window_ms", "triton_cloud_metrics_wait"):
         number(config, name)
+    report = text(config, "triton_report")
+    if report:
+        check_report_folder(report, spelled(config, "triton_report"))
     cloud, endpoint = spelled(config, "triton_cloud"), spelled(config, "triton_endpoint")
     if not flag(config, "triton_cloud"):
         if text(config, "triton_endpoint"):

@@ -104,10 +104,10 @@ def test_shards_merge_in_shard_order() -> None:
     ("parts", "message"),
     [
         ([("a.json", _report(1))], r"shard\(s\) 2/2 missing: have 1/2 of run 7"),
-        ([("a.json", _report(1)), ("b.json", _report(1))], r"b.json:0:0: shard 1/2 is also a.json"),
-        ([("a.json", _report(1)), ("b.json", _report(2, run="run 8"))], r"b.json:0:0: run 'run 8' differs"),
+        ([("a.json", _report(1)), ("b.json", _report(1))], r"b.json: shard 1/2 is also a.json"),
+        ([("a.json", _report(1)), ("b.json", _report(2, run="run 8"))], r"b.json: run 'run 8' differs"),
         ([("a.json", _report(1)), ("b.json", _report(2, total=3))], r"shard count 3 differs from a.json's 2"),
-        ([("a.json", dataclasses.replace(_report(1), shard=None))], r"a.json:0:0: not a shard's report"),
+        ([("a.json", dataclasses.replace(_report(1), shard=None))], r"a.json: not a shard's report"),
         ([], r"no reports to merge"),
     ],
 )

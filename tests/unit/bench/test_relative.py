@@ -86,7 +86,10 @@ def test_the_file_declares_relative_budgets_and_the_hardware_policy() -> None:
         ('variant = "a"\nbaseline = "b"', r"no limit; give max_ratio or max_added_ms"),
         ('variant = "a"\nbaseline = "b"\nmetric = "p42_ms"\nmax_ratio = 1', r"metric='p42_ms': expected one of"),
         ('variant = "a"\nbaseline = "b"\nmin_ratio = 0.9', r"min_ratio: not a limit of metric='p50_ms'"),
-        ('variant = "a"\nbaseline = "b"\nmax_ratio = -1', r"max_ratio=-1: expected a number > 0"),
+        (
+            'variant = "a"\nbaseline = "b"\nmax_ratio = -1',
+            r"relative\[0\].max_ratio=-1: expected a limit, a finite number in \(0, 1,000\]",
+        ),
         ('variant = "a"\nbaseline = "b"\nmax_ratio = 1\nspeed = 3', r"relative\[0\]\.speed: unknown key"),
     ],
 )

@@ -116,7 +116,7 @@ def test_from_options(tmp_path: Path) -> None:
     assert bench.budgets is not None
     assert bench.budgets.lookup("nvidia-a10g", "triton-tensorrt-fp16") is not None
     assert TritonBench.from_options(tmp_path / "none.toml", "x", required=False).budgets is None
-    with pytest.raises(ConfigError, match="cannot read the budget file"):
+    with pytest.raises(ConfigError, match="cannot read the budgets file"):
         TritonBench.from_options(tmp_path / "none.toml", "x")
     assert TritonBench.from_options(None).hardware  # default: this machine's key
 

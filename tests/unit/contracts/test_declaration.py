@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -82,10 +83,10 @@ INVALID = [
         "5",
         "variants.fp32.repository='nowhere': repository",
     ),
-    ("atol = 0.5", "atol = -1", "18", "parity.outputs.y.atol=-1: expected a number >= 0"),
+    ("atol = 0.5", "atol = -1", "18", "parity.outputs.y.atol=-1: expected a finite number in [0, 1,000]"),
     ("argmax = true", "argmax = 1", "19", "parity.outputs.y.argmax=1: expected true or false"),
-    ("batch_size = 1", "batch_size = 0", "22", "latency.batch_size=0: expected an integer >= 1"),
-    ("batch_size = 1", "concurrency = 0", "22", "latency.concurrency=0: expected an integer >= 1"),
+    ("batch_size = 1", "batch_size = 0", "22", "latency.batch_size=0: expected an integer from 1 to 4,096"),
+    ("batch_size = 1", "concurrency = 0", "22", "latency.concurrency=0: expected an integer from 1 to 100,000"),
     ("batch_size = 1", "batchsize = 1", "22", "latency.batchsize: unknown key 'batchsize' in latency; known keys:"),
     ('samples = "samples.jsonl"', 'samples = "samples.csv"', "15", "inputs.samples='samples.csv': expected a .jsonl"),
     (
@@ -120,7 +121,7 @@ def test_a_renamed_output_must_be_a_compared_one(folder: Path) -> None:
     text = GOOD.replace('precision = "fp16"', 'precision = "fp16"\noutputs = { z = "Z" }')
     # and a precision table names the entry that is wrong, on its line
     table = GOOD.replace('precision = "fp16"', 'precision = { cpu = "fp32", gpu = "fp64" }')
-    with pytest.raises(ConfigError, match=r"contracts.toml:11:1: variants.fp16.precision.gpu='fp64': expected one of"):
+    with pytest.raises(ConfigError, match=r"contracts.toml:11:29: variants.fp16.precision.gpu='fp64': expected one of"):
         parse(folder, table)
     with pytest.raises(ConfigError, match=r"variants.fp16.outputs='z': expected an output of \[parity.outputs\] \(y\)"):
         parse(folder, text)
@@ -197,10 +198,10 @@ def test_latency_can_time_the_onnx_reference_and_record_into_pytest_benchmark(fo
             r"contracts.toml:3:1: reference.name='fp32': expected a name no variant has",
         ),
         (GOOD + "benchmark = 1\n", r"latency.benchmark=1: expected true or false"),
-        (GOOD + RELATIVE.format(baseline="fp16"), r"latency.relative.baseline='fp16': expected another variant"),
+        (GOOD + RELATIVE.format(baseline="fp16"), r"latency.relative\[0\].baseline='fp16': expected another variant"),
         (
             GOOD + RELATIVE.format(baseline="gpu"),
-            r"latency.relative.baseline='gpu': expected one of the variants or the reference "
+            r"latency.relative\[0\].baseline='gpu': expected one of the variants or the reference "
             r"\(fp32, fp16, onnxruntime-inprocess\)",
         ),
         (
@@ -220,5 +221,24 @@ def test_a_variant_reference_is_timed_as_a_variant(folder: Path) -> None:
     declaration = parse_declaration(text, folder / "contracts.toml")
     assert declaration.latency is not None
     assert declaration.latency.relative[0].baseline == "fp32"
-    with pytest.raises(ConfigError, match=r"latency.relative.baseline='onnxruntime-inprocess': expected one of"):
+    with pytest.raises(ConfigError, match=r"latency.relative\[0\].baseline='onnxruntime-inprocess': expected one of"):
         parse(folder, text.replace('baseline = "fp32"', 'baseline = "onnxruntime-inprocess"'))
+
+
+@pytest.mark.parametrize(
+    ("module", "old", "new", "message"),
+    [
+        ("hypothesis", 'samples = "samples.jsonl"', "generate = {}", "inputs.generate draws inputs with Hypothesis"),
+        ("pytest_benchmark", "batch_size = 1", "benchmark = true", "latency.benchmark records into pytest-benchmark"),
+        ("onnxruntime", "", "", "reference.onnx runs in this process on ONNX Runtime"),
+    ],
+)
+def test_a_missing_extra_is_named_when_the_file_is_read(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, module: str, old: str, new: str, message: str
+) -> None:
+    text = GOOD.replace(old, new, 1) if old else GOOD
+    parse(folder, text)  # with the module: read
+    monkeypatch.setitem(sys.modules, module, None)  # `import module` now fails, as without the extra
+    extra = {"hypothesis": "contracts", "pytest_benchmark": "bench", "onnxruntime": "serve"}[module]
+    with pytest.raises(ConfigError, match=rf"{message}: .* pip install 'pytest-triton\[{extra}\]'"):
+        parse(folder, text)

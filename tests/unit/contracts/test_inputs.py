@@ -47,9 +47,12 @@ def test_json_lines(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("{not json", r"s.jsonl:1:0: not a JSON line"),
-        ('{"inputs": []}', r"s.jsonl:1:0: a sample line is a KServe v2 request"),
-        ('{"inputs": [{"name": "x", "shape": [2], "datatype": "FP32", "data": [1]}]}', r"input 'x' data does not fit"),
+        ("{not json", r"s.jsonl:1: not a JSON line"),
+        ('{"inputs": []}', r"s.jsonl:1: a sample line is a KServe v2 request"),
+        (
+            '{"inputs": [{"name": "x", "shape": [2], "datatype": "FP32", "data": [1]}]}',
+            r"inputs\[0\] \('x'\).data: 1 values do not fit shape=\[2\]",
+        ),
         ('{"inputs": [{"name": "x", "shape": [1], "datatype": "FP99", "data": [1]}]}', r"datatype='FP99'; expected"),
     ],
 )
@@ -57,6 +60,68 @@ def test_json_lines_errors_name_the_line(tmp_path: Path, line: str, message: str
     path = tmp_path / "s.jsonl"
     path.write_text(line + "\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=message):
+        load_samples(path)
+
+
+def _line(datatype: str, shape: object, data: object, name: object = "x") -> str:
+    return json.dumps({"inputs": [{"name": name, "shape": shape, "datatype": datatype, "data": data}]})
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            _line("INT8", [1], [1000]),
+            r"s.jsonl:2: inputs\[0\] \('x'\).data\[0\]=1000: expected an integer from -128 to 127 \(INT8\)",
+        ),
+        (_line("UINT8", [2], [1, -1]), r"data\[1\]=-1: expected an integer from 0 to 255 \(UINT8\)"),
+        (
+            _line("INT64", [1], [2**64]),
+            r"data\[0\]=18446744073709551616: expected an integer from -9223372036854775808",
+        ),
+        (_line("BYTES", [1], [10**8]), r"data\[0\]=100000000: expected a string \(BYTES\)"),
+        (_line("FP32", [1], [True]), r"data\[0\]=True: expected a number \(FP32\)"),
+        (_line("FP16", [1], [1e10]), r"data\[0\]=10000000000.0: expected a number within"),
+        (_line("FP32", [1], [{"a": 1}]), r"data\[0\]=\{'a': 1\}: expected a number"),
+        (_line("BOOL", [1], [1]), r"data\[0\]=1: expected true or false \(BOOL\)"),
+        (_line("FP32", [2, 2], [[1, 2], [3]]), r"data: 3 values do not fit shape=\[2, 2\] \(4 values\)"),
+        (
+            _line("FP32", [1], [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]),
+            r"nested deeper than 32",
+        ),
+        (_line("FP32", [-1], [1]), r"shape=\[-1\]: expected a list of dims from 0 to 1,048,576"),
+        (_line("FP32", [1 << 20, 1 << 20], []), r"1,099,511,627,776 elements, over 16,777,216"),
+        (_line("FP32", "2", [1, 2]), r"shape='2': expected a list of dims"),
+        (_line("FP32", [1], [1], name=7), r"inputs\[0\].name=7: expected a tensor name"),
+        (_line("BYTES", [1], ["\udce9"]), r"data: a string is not UTF-8"),
+        ("[" * 100_000, r"s.jsonl:2: not a JSON line"),
+    ],
+    ids=lambda v: v[:40] if isinstance(v, str) and v.startswith("{") else None,
+)
+def test_every_sample_value_is_checked_against_its_datatype(tmp_path: Path, line: str, message: str) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text(_line("FP32", [1], [0.5]) + "\n" + line + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=message):
+        load_samples(path)
+
+
+def test_npz_files_of_other_than_plain_arrays_are_config_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.npz"
+    np.savez(path, x=np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+    with pytest.raises(ConfigError, match=r"s.npz: not an .npz of plain arrays \(Object arrays cannot be loaded"):
+        load_samples(path)
+    path.write_bytes(b"PK\x03\x04 not really a zip")
+    with pytest.raises(ConfigError, match=r"s.npz: not an .npz of plain arrays"):
+        load_samples(path)
+    np.savez(path, x=np.zeros((2,), dtype=[("a", "i4"), ("b", "f4")]))
+    with pytest.raises(ConfigError, match=r"array 'x' has dtype=\[\('a', '<i4'\), \('b', '<f4'\)\]"):
+        load_samples(path)
+    np.savez_compressed(path, x=np.zeros((4 << 20,), dtype=np.uint8))  # 4 MB of zeros in a few KB
+    assert path.stat().st_size < 64 << 10
+    monkeypatch.setenv("PYTEST_TRITON_FILE_LIMITS", "samples=1M")
+    with pytest.raises(ConfigError, match=r"its arrays unpack to 4,194,\d+ bytes, over the 1,048,576"):
         load_samples(path)
 
 
