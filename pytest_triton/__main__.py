@@ -34,10 +34,8 @@ def _lint_main(args: argparse.Namespace) -> int:
 
 
 def _rules_main(args: argparse.Namespace) -> int:
-    from pytest_triton.lint.rules import load_rule_modules
     from pytest_triton.lint.rules.catalog import RULES
 
-    load_rule_modules()  # each family registers its ids on import
     rules = sorted(RULES.values(), key=lambda r: r.id)
     if args.format == "markdown":
         print("| rule | severity | what it finds |\n|---|---|---|")

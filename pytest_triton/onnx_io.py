@@ -8,9 +8,11 @@ bytes are scanned at the protobuf wire level instead of being loaded (weights ar
 from __future__ import annotations
 
 import mmap
+from collections.abc import Callable
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 from typing import Any
 
 from pytest_triton.dtypes import DATA_TYPES
@@ -142,6 +144,139 @@ def _scan(path: Path) -> OnnxIO:
     if not graphs:
         raise OnnxReadError("no graph in the file: not an ONNX model")
     return _io(ir_version, inputs, outputs, initializers)
+
+
+class _Stream:
+    """A forward-only reader of protobuf fields from a file object (an archive member), skipping what it
+    does not keep in chunks: the weights are read past, never held."""
+
+    def __init__(self, read: Callable[[int], bytes], size: int) -> None:
+        self.source_read, self.pos, self.size = read, 0, size
+
+    def read(self, count: int) -> bytes:
+        data = self.source_read(count)
+        while len(data) < count and (more := self.source_read(count - len(data))):
+            data += more
+        if len(data) != count:
+            raise OnnxReadError("truncated or corrupt protobuf")
+        self.pos += count
+        return data
+
+    def skip(self, count: int) -> None:
+        while count > 0:
+            count -= len(self.read(min(count, _CHUNK)))
+
+    def varint(self) -> int:
+        value = shift = 0
+        while shift <= 63:
+            byte = self.read(1)[0]
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return value
+        raise OnnxReadError("truncated or corrupt protobuf")
+
+    def fields(self, end: int) -> Iterator[tuple[int, int, int]]:
+        """``(field number, wire type, varint value or payload length)`` up to offset ``end``; the caller
+        reads or skips a length-delimited payload before asking for the next field."""
+        while self.pos < end:
+            tag = self.varint()
+            number, wire = tag >> 3, tag & 7
+            if number == 0:  # no field has number 0: zeros, or not protobuf at all
+                raise OnnxReadError("not an ONNX model (field number 0)")
+            if wire in (0, 2):
+                value = self.varint()
+                if wire == 2 and self.pos + value > end:
+                    raise OnnxReadError("truncated or corrupt protobuf")
+                yield number, wire, value
+            elif wire in (1, 5):
+                self.skip(8 if wire == 1 else 4)
+            else:
+                raise OnnxReadError(f"unsupported protobuf wire type {wire}")
+        if self.pos != end:
+            raise OnnxReadError("truncated or corrupt protobuf")
+
+    def tensor_name(self, end: int) -> str:
+        """TensorProto.name (field 8), every other field read past."""
+        name = ""
+        for number, wire, value in self.fields(end):
+            if wire != 2:
+                continue
+            if number == 8 and value <= _MAX_VALUE_INFO:
+                name = self.read(value).decode("utf-8", "replace")
+            else:
+                self.skip(value)
+        return name
+
+
+_CHUNK = 1 << 20
+_MAX_VALUE_INFO = 1 << 20  # one graph input's or output's description: a name, a type, a shape
+
+
+def read_onnx_io_stream(source: IO[bytes], size: int) -> OnnxIO:
+    """The graph I/O of an ONNX model read once, front to back, from ``source`` (``size`` bytes): an archive
+    member is checked without being written out. Raises :class:`OnnxReadError`, never anything else."""
+    try:
+        return _read_stream(source, size)
+    except OnnxReadError:
+        raise
+    except Exception as exc:
+        raise OnnxReadError(f"not an ONNX model ({type(exc).__name__}: {exc})") from exc
+
+
+def _read_stream(source: IO[bytes], size: int) -> OnnxIO:
+    import onnx
+
+    if size == 0:
+        raise OnnxReadError("the file is empty")
+    head = _Stream(source.read, size).read(min(len(_LFS), size))
+    if head == _LFS:
+        raise OnnxReadError("the file is a Git LFS pointer, not the model (run `git lfs pull`)")
+    stream = _Stream(_Prefixed(head, source).read, size)
+    ir_version, graphs = 0, 0
+    inputs: list[Any] = []
+    outputs: list[Any] = []
+    initializers: list[str] = []
+    for number, wire, value in stream.fields(size):
+        if number == 1 and wire == 0:
+            ir_version = value
+        elif number == 7 and wire == 2:  # ModelProto.graph
+            graphs += 1
+            for gnum, gwire, length in stream.fields(stream.pos + value):
+                if gwire != 2:
+                    continue
+                end = stream.pos + length
+                if gnum in (11, 12) and length <= _MAX_VALUE_INFO:  # GraphProto.input / output
+                    info = onnx.ValueInfoProto.FromString(stream.read(length))
+                    (inputs if gnum == 11 else outputs).append(info)
+                elif gnum == 5:  # initializer
+                    initializers.append(stream.tensor_name(end))
+                elif gnum == 15:  # sparse_initializer: its values tensor (field 1) carries the name
+                    for snum, swire, slength in stream.fields(end):
+                        if snum == 1 and swire == 2:
+                            initializers.append(stream.tensor_name(stream.pos + slength))
+                        elif swire == 2:
+                            stream.skip(slength)
+                else:
+                    stream.skip(length)
+        elif wire == 2:
+            stream.skip(value)
+    if not graphs:
+        raise OnnxReadError("no graph in the file: not an ONNX model")
+    return _io(ir_version, inputs, outputs, initializers)
+
+
+class _Prefixed:
+    """``head`` (already read) and then the rest of ``source``."""
+
+    def __init__(self, head: bytes, source: IO[bytes]) -> None:
+        self.head, self.source = head, source
+
+    def read(self, count: int) -> bytes:
+        if self.head:
+            taken, self.head = self.head[:count], self.head[count:]
+            return taken + (self.source.read(count - len(taken)) if count > len(taken) else b"")
+        return self.source.read(count)
 
 
 def _tensor(info: Any) -> Tensor:

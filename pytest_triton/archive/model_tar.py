@@ -36,8 +36,12 @@ def sidecar_env(archive: Path) -> Path:
 def read_env_file(path: Path, *, root: Path | None = None) -> dict[str, str]:
     """KEY=VALUE lines (``#`` comments, optional quotes, ``export``), as written beside a model.tar.gz; read
     through the guarded reader (a FIFO or ``/dev/zero`` is a ConfigError, ``root``: links stay inside it)."""
+    return parse_env(read_file_bytes(path, "sidecar", root=root).decode("utf-8", errors="replace"))
+
+
+def parse_env(text: str) -> dict[str, str]:
+    """The values of an env file's text (see :func:`read_env_file`)."""
     values: dict[str, str] = {}
-    text = read_file_bytes(path, "sidecar", root=root).decode("utf-8", errors="replace")
     for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith("#") or "=" not in line:

@@ -150,9 +150,10 @@ def parse_config(text: str, path: str = CONFIG_FILENAME, *, max_literal_bytes: i
     from pytest_triton.config.fastparse import build_message
 
     tokenized = tokenize(text, max_literal_bytes=max_literal_bytes, path=path)
-    for kind, literal, offset in tokenized.tokens:
-        if kind == "s" and "\\" in literal:
-            _check_escapes(literal, offset, tokenized, path)
+    if "\\" in text:
+        for kind, literal, offset in tokenized.tokens:
+            if kind == "s" and "\\" in literal:
+                _check_escapes(literal, offset, tokenized, path)
     cls = model_config_class()
     message = cls()
     try:
@@ -169,7 +170,10 @@ def parse_config(text: str, path: str = CONFIG_FILENAME, *, max_literal_bytes: i
             raise ConfigSyntaxError(message_text, path=path, line=line, col=col) from exc
         except (ValueError, RecursionError) as exc:  # refused by the message itself, without a position
             raise ConfigSyntaxError(str(exc), path=path) from exc
-    with _quiet_escapes():
+    if "\\" in text:  # only an escape can warn, and catch_warnings costs a third of a small config's parse
+        with _quiet_escapes():
+            positions = index_tokens(tokenized)
+    else:
         positions = index_tokens(tokenized)
     _reject_plus_signs(text, positions, path)
     return ParsedConfig(message=message, text=text, path=path, positions=positions)

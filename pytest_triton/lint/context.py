@@ -12,10 +12,13 @@ from typing import Any
 
 from pytest_triton.config import CONFIG_FILENAME
 from pytest_triton.config import ParsedConfig
+from pytest_triton.errors import OnnxReadError
 from pytest_triton.lint.finding import Finding
 from pytest_triton.lint.limits import LintLimits
 from pytest_triton.lint.rules import catalog
 from pytest_triton.lint.walk import FolderReader
+from pytest_triton.onnx_io import OnnxIO
+from pytest_triton.onnx_io import read_onnx_io
 
 if TYPE_CHECKING:
     from tritonclient.grpc.model_config_pb2 import ModelConfig
@@ -164,10 +167,20 @@ class RepositoryContext:
     sagemaker_default_model: str | None = None
     # archive members written as empty placeholders (too large, or not read by any rule)
     unextracted: set[Path] = field(default_factory=set)
+    # the graph I/O of archive members read from the stream (their placeholders hold no bytes)
+    onnx_read: dict[Path, OnnxIO | OnnxReadError] = field(default_factory=dict)
 
     def holds_content(self, path: Path) -> bool:
-        """Whether the file's bytes are there to read (not an archive member left unextracted)."""
-        return path not in self.unextracted
+        """Whether the file's bytes are there to read (not an archive member left unextracted), or what the
+        rules need of it was read from the archive's stream."""
+        return path not in self.unextracted or path in self.onnx_read
+
+    def onnx_io(self, path: Path) -> OnnxIO:
+        """The ONNX model's graph I/O: as read from the archive stream, else from the file."""
+        found = self.onnx_read.get(path)
+        if isinstance(found, OnnxReadError):
+            raise found
+        return found if found is not None else read_onnx_io(path)
 
     def parsed_models(self) -> Iterator[ModelContext]:
         return (m for m in self.models.values() if m.parsed is not None)

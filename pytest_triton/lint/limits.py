@@ -35,14 +35,15 @@ class LintLimits:
     max_archive_members: int = 100_000
     # uncompressed bytes read from a model.tar.gz before the linter stops (D608)
     max_archive_bytes: int = 16 * GiB
-    # bytes of one archive member written out to be checked (configs, model.py, ONNX graphs);
-    # larger members are checked by name and size only (D609)
-    max_member_bytes: int = 256 * MiB
+    # bytes of one archive member written out to be checked (configs, model.py); larger ones are
+    # checked by name and size only (D609)
+    max_member_bytes: int = 16 * MiB
     # one pax or GNU long-name header of a model.tar.gz; tarfile would hold all of it in memory (D608)
     max_archive_header_bytes: int = 1 * MiB
-    # bytes written out in all to check a model.tar.gz's members; past it they are checked by name and
-    # size only (D611): a small archive of compressible members must not fill the disk
-    max_written_bytes: int = 256 * MiB
+    # bytes written out in all to check a model.tar.gz's members (configs and model.py files only; ONNX
+    # graphs are read from the stream); past it they are checked by name and size only (D611): a small
+    # archive of compressible members must not fill a runner's temp space
+    max_written_bytes: int = 32 * MiB
 
     def archive_limits(self) -> ArchiveLimits:
         """The shared archive reader's limits (:mod:`pytest_triton.archive.guarded`) from these."""

@@ -33,6 +33,8 @@ from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.context import Reporter
 from pytest_triton.lint.context import RepositoryContext
 from pytest_triton.lint.context import read_version
+from pytest_triton.lint.files import RefusedFile
+from pytest_triton.lint.files import read_bounded
 from pytest_triton.lint.finding import Finding
 from pytest_triton.lint.limits import LintLimits
 from pytest_triton.lint.limits import describe
@@ -130,45 +132,26 @@ def _run(check: Callable[[Any], None], target: ModelContext | RepositoryContext,
 
 
 def _read_config_bytes(config: Path, reporter: Reporter, model: Path) -> bytes | None:
-    """The file's bytes, or None with a finding (unreadable, not a file, over the size limit)."""
+    """The file's bytes, or None with a finding (unreadable, not a regular file, a link out of the repository,
+    over the size limit)."""
     limit = reporter.limits.max_config_bytes
     try:
-        info = config.stat()
-        if not stat.S_ISREG(info.st_mode):  # a FIFO or /dev/zero behind a link would never end
-            reporter.add("C003", config, "config.pbtxt is not a regular file", "make it a plain text file", model=model)
-            return None
-        if info.st_size > limit:
-            reporter.add(
-                "C004",
-                config,
-                f"config.pbtxt is {info.st_size:,} bytes, over the limit {describe('max_config_bytes', limit)}",
-                "a model config is a few kilobytes: generated content belongs in the model's files",
-                line=1,
-                col=1,
-                model=model,
-            )
-            return None
-        with config.open("rb") as handle:  # read(n) allocates n bytes up front: ask for what is there
-            data = handle.read(min(info.st_size, limit) + 1)
+        return read_bounded(config, root=model.parent, limit=limit)
+    except RefusedFile as refused:
+        if refused.rule == "size":
+            message = f"config.pbtxt {refused.reason}, over the limit {describe('max_config_bytes', limit)}"
+            hint = "a model config is a few kilobytes: generated content belongs in the model's files"
+            reporter.add("C004", config, message, hint, line=1, col=1, model=model)
+        elif refused.rule == "L114":
+            hint = "Triton reads it, but the linter quotes only the repository's own files: copy it in"
+            reporter.add("L114", config, f"config.pbtxt {refused.reason}", hint, model=model)
+        else:
+            reporter.add("C003", config, f"config.pbtxt {refused.reason}", "make it a plain text file", model=model)
     except OSError as exc:
         reporter.add(
             "C003", config, f"cannot read config: {describe_access(config, exc)}", "check permissions", model=model
         )
-        return None
-    if len(data) > info.st_size:  # grew while being read: read on, up to the limit
-        with contextlib.suppress(OSError), config.open("rb") as handle:
-            data = handle.read(limit + 1)
-    if len(data) > limit:
-        reporter.add(
-            "C004",
-            config,
-            f"config.pbtxt is over the limit {describe('max_config_bytes', limit)}",
-            line=1,
-            col=1,
-            model=model,
-        )
-        return None
-    return data
+    return None
 
 
 def load_model(folder: Path, reporter: Reporter) -> ModelContext:
@@ -221,20 +204,30 @@ def lint_repository(
     return repo
 
 
+def suppressed_rules(text: str) -> dict[int, frozenset[str]]:
+    """The rules each line of ``text`` disables (``# triton-lint: disable=RULE[,RULE]``), by 1-based line.
+
+    Read once per file: a config with tens of thousands of findings must not be scanned once per finding."""
+    if "triton-lint" not in text:
+        return {}
+    disabled: dict[int, frozenset[str]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if "triton-lint" in line and (match := _SUPPRESS.search(line)):
+            disabled[number] = frozenset(rule.strip() for rule in match.group(1).split(","))
+    return disabled
+
+
 def apply_suppressions(findings: Iterable[Finding], files: dict[str, str]) -> list[Finding]:
     """Drop findings whose line carries ``# triton-lint: disable=RULE[,RULE]``."""
     kept: list[Finding] = []
-    lines_of: dict[str, list[str]] = {}
+    disabled_in: dict[str, dict[int, frozenset[str]]] = {}
     for finding in findings:
-        text = files.get(finding.path)
-        if text is not None and finding.line > 0 and "triton-lint" in text:
-            lines = lines_of.get(finding.path)
-            if lines is None:
-                lines = lines_of[finding.path] = text.splitlines()
-            if finding.line <= len(lines):
-                match = _SUPPRESS.search(lines[finding.line - 1])
-                if match and finding.rule in {r.strip() for r in match.group(1).split(",")}:
-                    continue
+        disabled = disabled_in.get(finding.path)
+        if disabled is None:
+            text = files.get(finding.path)
+            disabled = disabled_in[finding.path] = suppressed_rules(text) if text is not None else {}
+        if finding.rule in disabled.get(finding.line, ()):
+            continue
         kept.append(finding)
     return kept
 

@@ -2,14 +2,14 @@
 
 Members are read in one pass, never all at once, through the shared guarded reader
 (:mod:`pytest_triton.archive.guarded`), and checked before anything is written: absolute paths, ``..``
-components, links and device files are refused with a finding (D606). What a config check needs
-(configs, python models, ONNX graphs up to ``max_member_bytes``, small files) is written into a
-temporary folder the caller owns, up to ``max_written_bytes`` in all (past it, D611); any other member
-becomes an empty sparse file of its size, so the layout is what SageMaker would see but the weights are
-never written out. Member count, total bytes and a pax or GNU long-name header over
-``max_archive_header_bytes`` stop the read with a finding (D608). Hidden members (``.git/``, ``.env``)
-are uploaded and unpacked by SageMaker like any other, and are reported (D610).
-"""
+components, links and device files are refused with a finding (D606). Only what rules open as files is
+written into a temporary folder the caller owns: config.pbtxt and python models, each up to
+``max_member_bytes`` and up to ``max_written_bytes`` in all (past it, D611). An ONNX model's graph inputs and
+outputs are read from the stream as it passes (its weights are read past, never written or held). Every
+other member becomes an empty sparse file of its size, so the layout is what SageMaker would see. Member
+count, total bytes and a pax or GNU long-name header over ``max_archive_header_bytes`` stop the read with a
+finding (D608). Hidden members (``.git/``, ``.env``) are uploaded and unpacked by SageMaker like any other,
+and are reported (D610)."""
 
 from __future__ import annotations
 
@@ -23,22 +23,20 @@ from pytest_triton.archive.guarded import is_hidden
 from pytest_triton.archive.guarded import open_guarded
 from pytest_triton.archive.guarded import unsafe_reason
 from pytest_triton.config import CONFIG_FILENAME
+from pytest_triton.errors import OnnxReadError
 from pytest_triton.lint.context import Reporter
 from pytest_triton.lint.context import RepositoryContext
 from pytest_triton.lint.limits import describe
+from pytest_triton.onnx_io import OnnxIO
+from pytest_triton.onnx_io import read_onnx_io_stream
 
-# members the rules open (besides config.pbtxt): python models, ONNX graphs, the env sidecar
-_READ_SUFFIXES = (".py", ".onnx", ".env", ".txt", ".json")
-# any member this small is written out whatever its name (cheap, and rules may look at it)
-_SMALL = 64 << 10
 _CHUNK = 1 << 20
 
 
-def _wanted(member: tarfile.TarInfo, limit: int) -> bool:
+def _written_out(member: tarfile.TarInfo) -> bool:
+    """The members rules open as files: configs, and python models (searched for auto_complete_config)."""
     name = PurePosixPath(member.name).name
-    if member.size > limit:
-        return False
-    return name == CONFIG_FILENAME or name.endswith(_READ_SUFFIXES) or member.size <= _SMALL
+    return name == CONFIG_FILENAME or name.endswith(".py")
 
 
 def _copy(source: IO[bytes], target: Path, size: int) -> None:
@@ -55,7 +53,20 @@ def _placeholder(target: Path, size: int) -> None:
         out.truncate(size)
 
 
-def _extract(archive: Path, dest: Path, reporter: Reporter, unextracted: set[Path]) -> bool:
+def _onnx_io(tar: tarfile.TarFile, member: tarfile.TarInfo) -> OnnxIO | OnnxReadError:
+    source = tar.extractfile(member)
+    if source is None:
+        return OnnxReadError("the archive member is not a regular file")
+    with source:
+        try:
+            return read_onnx_io_stream(source, member.size)
+        except OnnxReadError as exc:
+            return exc
+
+
+def _extract(
+    archive: Path, dest: Path, reporter: Reporter, unextracted: set[Path], onnx_read: dict[Path, OnnxIO | OnnxReadError]
+) -> bool:
     limits = reporter.limits
     members = 0
     total = 0
@@ -102,10 +113,12 @@ def _extract(archive: Path, dest: Path, reporter: Reporter, unextracted: set[Pat
                     target.mkdir(parents=True, exist_ok=True)
                     continue
                 target.parent.mkdir(parents=True, exist_ok=True)
-                if not _wanted(member, limits.max_member_bytes):
+                if member.name.endswith(".onnx"):  # its graph I/O, read from the stream; the weights never written
+                    onnx_read[target] = _onnx_io(tar, member)
+                if not _written_out(member) or member.size > limits.max_member_bytes:
                     _placeholder(target, member.size)
                     unextracted.add(target)
-                    if member.size > limits.max_member_bytes:
+                    if member.size > limits.max_member_bytes and _written_out(member):
                         reporter.add(
                             "D609",
                             archive,
@@ -187,7 +200,8 @@ def lint_tarball(
     reporter.display_root = root
     reporter.display_prefix = f"{archive}!/"
     unextracted: set[Path] = set()
-    if not _extract(archive, root, reporter, unextracted):
+    onnx_read: dict[Path, OnnxIO | OnnxReadError] = {}
+    if not _extract(archive, root, reporter, unextracted, onnx_read):
         return None
     if (root / CONFIG_FILENAME).exists():
         reporter.add(
@@ -200,5 +214,10 @@ def lint_tarball(
             col=1,
         )
     return lint_repository(
-        root, reporter, tarball=archive, sagemaker_default_model=sagemaker_default_model, unextracted=unextracted
+        root,
+        reporter,
+        tarball=archive,
+        sagemaker_default_model=sagemaker_default_model,
+        unextracted=unextracted,
+        onnx_read=onnx_read,
     )

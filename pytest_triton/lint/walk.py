@@ -9,6 +9,7 @@ user the linter ran as (as root every tree is readable, which hides what the ser
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass
@@ -16,17 +17,22 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_triton.lint.files import special_kind
+
 if TYPE_CHECKING:
     from pytest_triton.lint.context import Reporter
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One child of a folder; ``is_dir`` follows links, as Triton does."""
+    """One child of a folder; ``is_dir`` and ``is_file`` follow links, as Triton does (neither: a special
+    file, a link loop or a link that leads nowhere)."""
 
     name: str
     folder: Path
     is_dir: bool
+    is_file: bool = True
+    is_link: bool = False
 
     @property
     def path(self) -> Path:
@@ -61,7 +67,7 @@ class FolderReader:
             return cached
         try:
             with os.scandir(folder) as scan:
-                found = [Entry(item.name, folder, _is_dir(item)) for item in scan]
+                found = [Entry(item.name, folder, *_kind(item)) for item in scan]
         except OSError as exc:
             self.unreadable(folder, exc, what="folder")
             found = []
@@ -100,11 +106,29 @@ class FolderReader:
         )
 
 
-def _is_dir(entry: os.DirEntry[str]) -> bool:
+def _kind(entry: os.DirEntry[str]) -> tuple[bool, bool, bool]:
+    """(is a folder, is a regular file, is a link), following links; a dangling or looping link is neither."""
     try:
-        return entry.is_dir()  # follows links; a dangling or looping link is not a folder
+        link = entry.is_symlink()
+        if entry.is_dir():
+            return True, False, link
+        return False, entry.is_file(), link
     except OSError:
-        return False
+        return False, False, True
+
+
+def not_plain(entry: Entry) -> str | None:
+    """What an entry that is neither a folder nor a regular file is, or None for a dangling link (harmless
+    to Triton) and for what is plain."""
+    if entry.is_dir or entry.is_file:
+        return None
+    try:
+        info = os.stat(entry.path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a link loop (the link leads back to itself)"
+        return None
+    return special_kind(info.st_mode)
 
 
 def folder_identity(folder: Path) -> tuple[int, int] | None:

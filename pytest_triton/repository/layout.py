@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 from pathlib import Path
 from pathlib import PurePosixPath
 from pathlib import PureWindowsPath
@@ -105,15 +107,81 @@ def stage_copy(source: Path, dest: Path) -> Path:
     the user's folder in place would change it. Every file is a clone or a copy (:func:`clone_or_copy`), never
     a link: a write to the staged copy (a model that caches into its folder, a test that edits a staged
     file) must not change the user's original. ``__pycache__`` folders are left out.
+
+    Only regular files and folders are copied, each exactly once per path: a link is followed when it
+    resolves inside ``source`` (a link to a folder that holds it, a loop, is refused), and anything else (a
+    link out of the repository, a dangling link, a FIFO, a socket, a device such as ``/dev/zero``) is a
+    ConfigError naming the file, before the server starts: a FIFO would block the copy forever, a device
+    fill the disk. A file larger than the free space where it is staged is refused too.
     """
     require_folder(source, "model repository")
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(
-        source,
-        dest,
-        symlinks=False,
-        ignore=shutil.ignore_patterns("__pycache__"),
-        copy_function=clone_or_copy,
-    )
+    root = source.resolve()
+    _stage_folder(source, dest, root, {_identity(root)})
     return dest
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    info = os.stat(path)
+    return info.st_dev, info.st_ino
+
+
+def _staged_target(path: Path, root: Path) -> Path:
+    """Where ``path`` (an entry of the repository at ``root``) leads: itself, or a link's target inside ``root``."""
+    if not path.is_symlink():
+        return path
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError) as err:  # dangling, a loop of links (RuntimeError before Python 3.13)
+        raise ConfigError(
+            f"{path}: a link that leads nowhere ({err}); remove it, or replace it with the file it should be"
+        ) from None
+    if target != root and root not in target.parents:
+        raise ConfigError(
+            f"{path}: a link to {str(target)!r}, outside the repository {str(root)!r}; staging copies only what "
+            "lies inside it: copy the file into the repository instead of linking it"
+        )
+    return target
+
+
+def _stage_folder(source: Path, dest: Path, root: Path, ancestors: set[tuple[int, int]]) -> None:
+    dest.mkdir()
+    for entry in sorted(os.scandir(source), key=lambda e: e.name):
+        if entry.name == "__pycache__":
+            continue
+        path = Path(entry.path)
+        target = _staged_target(path, root)
+        info = os.stat(target)
+        if stat.S_ISDIR(info.st_mode):
+            identity = (info.st_dev, info.st_ino)
+            if identity in ancestors:
+                raise ConfigError(
+                    f"{path}: a link to {str(target)!r}, a folder that holds it (a loop); remove the link"
+                )
+            _stage_folder(path, dest / entry.name, root, ancestors | {identity})
+        elif stat.S_ISREG(info.st_mode):
+            _check_room(path, info.st_size, dest)
+            clone_or_copy(str(target), str(dest / entry.name))
+        else:
+            raise ConfigError(
+                f"{path}: {_kind(info.st_mode)} cannot be served; a model repository holds regular files and "
+                "folders: remove it, or replace it with the file it stands for"
+            )
+    shutil.copystat(source, dest)
+
+
+def _check_room(path: Path, size: int, dest: Path) -> None:
+    """ConfigError where a copy of ``path`` (``size`` bytes: a sparse file is copied in full on file systems
+    without clones) cannot fit where it is staged, before the copy fills that disk."""
+    free = shutil.disk_usage(dest).free
+    if size > free:
+        raise ConfigError(
+            f"{path}: {size} bytes do not fit in the staging folder {str(dest)!r} ({free} bytes free); free some "
+            "space, or point TMPDIR (or the launcher's staging folder) at a larger disk"
+        )
+
+
+def _kind(mode: int) -> str:
+    kinds = {stat.S_ISFIFO: "a FIFO", stat.S_ISSOCK: "a socket", stat.S_ISCHR: "a character device"}
+    return next((kind for test, kind in kinds.items() if test(mode)), "a block device or other special file")

@@ -36,6 +36,7 @@ from types import MappingProxyType
 
 from pytest_triton.errors import MissingDependency
 from pytest_triton.errors import ServerStartError
+from pytest_triton.servers.owner import own_folder
 
 DEFAULT_BACKEND_DIR = Path("/opt/tritonserver/backends")
 _PYTHON_BACKEND_FILES = ("libtriton_python.so", "triton_python_backend_utils.py")
@@ -161,11 +162,11 @@ def prepare_backend_dir(package: Path, python_version: str, cache_dir: Path) -> 
     target = cache_dir / f"backends-py{python_version}-{key}"
     if _backend_dir_ok(target, sources):
         return target
+    own_folder(cache_dir, "the cache folder (PYTEST_TRITON_CACHE_DIR, XDG_CACHE_HOME)")
     prune_backend_dirs(cache_dir)
-    cache_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=cache_dir))
     try:
-        (staging / "python").mkdir()
+        (staging / "python").mkdir(mode=0o700)
         for name, src in sources.items():
             (staging / "python" / name).symlink_to(src.resolve())
         for _attempt in range(5):  # concurrent xdist workers (or threads) build the same folder

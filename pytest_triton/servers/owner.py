@@ -58,6 +58,20 @@ def user_dir(base: Path | None = None) -> Path:
     return folder
 
 
+def own_folder(path: Path, what: str) -> Path:
+    """``path``, made (0700, parents too) where missing; ConfigError naming ``what`` (the variable that set
+    it) where it cannot be a folder: a file there, a folder that cannot be made."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as err:
+        found = "a file is there" if path.exists() and not path.is_dir() else err.strerror or str(err)
+        raise ConfigError(
+            f"{what}={str(path)!r} cannot be a folder of pytest-triton ({found}); point it at a folder of your "
+            "own, or unset it"
+        ) from None
+    return path
+
+
 def private_subdir(name: str, base: Path | None = None) -> Path:
     """``user_dir()/name``, made 0700 if needed."""
     folder = user_dir(base) / name
@@ -68,11 +82,7 @@ def private_subdir(name: str, base: Path | None = None) -> Path:
 def owners_dir() -> Path:
     """Where the owner lock files live: ``$PYTEST_TRITON_OWNERS`` or ``<tmp>/pytest-triton-<uid>/owners``."""
     configured = os.environ.get("PYTEST_TRITON_OWNERS")
-    if configured:
-        folder = Path(configured)
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return folder
-    return private_subdir("owners")
+    return own_folder(Path(configured), "PYTEST_TRITON_OWNERS") if configured else private_subdir("owners")
 
 
 def pid_namespace() -> str:

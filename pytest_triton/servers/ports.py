@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from typing import final
 
 from pytest_triton.client.urls import LOCALHOST
+from pytest_triton.servers.owner import own_folder
 from pytest_triton.servers.owner import private_subdir
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def _unlock_port(lock_dir: Path, port: int, fd: int) -> None:
 def port_is_locked(port: int, *, lock_dir: Path | None = None) -> bool:
     """Whether some pytest-triton process (this one included) holds the lock of ``port``."""
     directory = default_lock_dir() if lock_dir is None else lock_dir
-    directory.mkdir(parents=True, exist_ok=True)
+    own_folder(directory, "the port lock folder (PYTEST_TRITON_PORT_LOCKS)")
     fd = _lock_port(directory, port)
     if fd is None:
         return True
@@ -120,7 +121,7 @@ def reserve_ports(count: int, *, host: str = LOCALHOST, lock_dir: Path | None = 
     if count < 1:
         raise ValueError(f"count={count!r} must be >= 1")
     directory = default_lock_dir() if lock_dir is None else lock_dir
-    directory.mkdir(parents=True, exist_ok=True)
+    own_folder(directory, "the port lock folder (PYTEST_TRITON_PORT_LOCKS)")
     sockets: list[socket.socket] = []
     locks: dict[int, int] = {}
     try:

@@ -33,6 +33,7 @@ import queue
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -56,6 +57,7 @@ from pytest_triton.servers.owner import sweep_dead_owner_locks
 PR_SET_PDEATHSIG = 1
 SHM_DIR = Path("/dev/shm")
 SHM_PREFIX = "pytest_triton_"
+PRIVATE_UMASK = 0o077
 
 _spawn_queue: queue.SimpleQueue[tuple[Callable[[], subprocess.Popen[bytes]], Future[subprocess.Popen[bytes]]]] = (
     queue.SimpleQueue()
@@ -87,7 +89,9 @@ def _run_on_spawner(job: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Po
 
 
 def _pdeathsig_preexec(sig: int) -> Callable[[], None] | None:
-    """A preexec_fn setting PR_SET_PDEATHSIG (None off Linux or without libc's prctl)."""
+    """A preexec_fn setting PR_SET_PDEATHSIG (None off Linux or without libc's prctl) and ``umask 077``: the
+    files the server makes are the owner's (not its shared-memory regions: Boost sets their mode, see
+    :mod:`pytest_triton.servers.sandbox`)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -98,6 +102,7 @@ def _pdeathsig_preexec(sig: int) -> Callable[[], None] | None:
     parent = os.getpid()
 
     def preexec() -> None:  # runs in the child between fork and exec: keep it to syscalls
+        os.umask(PRIVATE_UMASK)
         prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
         if os.getppid() != parent:  # the parent died before prctl: nobody would send the signal
             os._exit(1)
@@ -113,7 +118,8 @@ def spawn(
     cwd: str | None = None,
     pdeathsig: int = signal.SIGKILL,
 ) -> subprocess.Popen[bytes]:
-    """Start ``cmd`` in a new process group, output to ``stdout``, killed by ``pdeathsig`` if we die.
+    """Start ``cmd`` in a new process group with ``umask 077``, output to ``stdout``, killed by ``pdeathsig``
+    if we die.
 
     The fork happens on this module's long-lived spawner thread (see the module docstring).
     """
@@ -292,8 +298,23 @@ def make_owned_workdir(parent: Path | None = None) -> Path:
     :func:`sweep_stale_workdirs` removes it once that owner is provably dead, even after SIGKILL."""
     token = owner_token()
     folder = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-", dir=parent))
-    (folder / OWNER_FILE).write_text(f"{token} pid={os.getpid()} pidns={pid_namespace()}\n")
+    fd = os.open(folder / OWNER_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(f"{token} pid={os.getpid()} pidns={pid_namespace()}\n")
     return folder
+
+
+def restrict_tree(folder: Path) -> None:
+    """Take group and other permissions off ``folder`` and everything in it (links are left as they are): a
+    staged copy keeps its source's modes, an unpacked archive its members'."""
+    for root, dirs, files in os.walk(folder):
+        for name in [*dirs, *files]:
+            path = os.path.join(root, name)
+            with contextlib.suppress(OSError):
+                info = os.lstat(path)
+                if not stat.S_ISLNK(info.st_mode) and info.st_mode & 0o077:
+                    os.chmod(path, stat.S_IMODE(info.st_mode) & 0o700)
+    os.chmod(folder, stat.S_IMODE(os.stat(folder).st_mode) & 0o700)
 
 
 def _workdir_owner(folder: Path) -> Liveness:
@@ -327,23 +348,6 @@ def sweep_stale_workdirs(parent: Path | None = None) -> list[Path]:
         if not folder.exists():
             removed.append(folder)
     return removed
-
-
-# Triton's python backend makes an empty /tmp/python_env_XXXXXX at startup (for execution environments) and
-# never removes it: one more folder in /tmp per server start, seen 610 times in a morning of test runs here
-PYTHON_ENV_GLOB = "python_env_*"
-
-
-def python_env_dirs() -> set[Path]:
-    """The python backend's ``/tmp/python_env_*`` folders that exist now."""
-    return set(Path("/tmp").glob(PYTHON_ENV_GLOB))
-
-
-def remove_empty_dirs(folders: set[Path]) -> None:
-    """Remove those of ``folders`` that are still empty (a folder with content is left alone)."""
-    for folder in folders:
-        with contextlib.suppress(OSError):
-            folder.rmdir()
 
 
 @functools.cache

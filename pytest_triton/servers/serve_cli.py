@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 import threading
@@ -36,6 +37,17 @@ from pytest_triton.servers.registry import launcher_names
 
 class _Stop(BaseException):
     """Raised by the signal handlers while the server is starting."""
+
+
+def _seconds(text: str) -> float:
+    """A finite number of seconds above 0 (``nan``, ``inf`` and ``-1`` would wait forever or not at all)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"timeout={text!r}: give a finite number of seconds above 0, such as 120")
+    return value
 
 
 def build_parser(prog: str = "python -m pytest_triton serve") -> argparse.ArgumentParser:
@@ -71,7 +83,7 @@ def build_parser(prog: str = "python -m pytest_triton serve") -> argparse.Argume
     parser.add_argument("--sagemaker", action="store_true", help="Also serve the SageMaker frontend")
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds,
         default=DEFAULT_STARTUP_TIMEOUT,
         metavar="S",
         help="Seconds to wait for readiness (default: %(default)s)",

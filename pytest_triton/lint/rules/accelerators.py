@@ -16,13 +16,14 @@ import re
 from typing import Any
 
 from pytest_triton.lint.context import ModelContext
-from pytest_triton.lint.rules.catalog import RuleTable
-from pytest_triton.lint.rules.ensemble import ENSEMBLE_PLATFORM
 from pytest_triton.lint.rules.ensemble import Path
 from pytest_triton.lint.rules.ensemble import entry_path
+from pytest_triton.lint.rules.family import Family
+from pytest_triton.lint.rules.family import RuleTable
 from pytest_triton.lint.rules.schema_common import normalized
+from pytest_triton.lint.rules.step_io import ENSEMBLE_PLATFORM
 
-# the ids of this family (collected by catalog.rules())
+# the ids of this family (its FAMILY below; the catalogue gathers it)
 RULES: RuleTable = [
     ("A401", "error", "unknown execution accelerator for the onnxruntime backend"),
     ("A402", "error", "unknown TensorRT execution accelerator parameter"),
@@ -240,5 +241,9 @@ def _check_cache_path(model: ModelContext, key: str, value: str, where: Path) ->
     model.report("A404", f"{message} the TensorRT engine", hint, *where)
 
 
-MODEL_CHECKS = [check_accelerators]
-REPOSITORY_CHECKS: list[object] = []
+FAMILY = Family(
+    "A",
+    "execution accelerators",
+    RULES,
+    model_checks=[check_accelerators],
+)

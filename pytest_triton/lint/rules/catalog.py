@@ -2,7 +2,8 @@
 
 Families: C config file, L layout, S schema (Triton core's checks), E ensembles,
 A execution accelerators, O ONNX model vs config, D deployment (SageMaker, images),
-X the linter itself.
+X the linter itself. Each family's module owns its table (:class:`.family.Family`); the C and X rows, which the
+runner reports itself, are here.
 """
 
 from __future__ import annotations
@@ -14,45 +15,19 @@ from collections.abc import Mapping
 
 from pytest_triton.lint.finding import Rule
 from pytest_triton.lint.finding import Severity
+from pytest_triton.lint.rules.family import RuleTable
 
-_TABLE: list[tuple[str, Severity, str]] = [  # the linter's own families: C, L, D, X
+_TABLE: list[tuple[str, Severity, str]] = [  # the runner's own families: C config file, X the linter
     # config file
     ("C001", "error", "config.pbtxt is not valid protobuf text for inference.ModelConfig"),
     ("C002", "warning", "config.pbtxt is missing (Triton auto-completes it)"),
     ("C003", "error", "config.pbtxt cannot be read"),
     ("C004", "error", "config.pbtxt is larger than the lint limit"),
     ("C005", "error", "config.pbtxt holds a literal longer than the lint limit"),
-    # layout
-    ("L101", "error", "model has no valid version folder"),
-    ("L102", "warning", "folder looks like a version but Triton ignores it"),
-    ("L103", "error", "config name differs from the model folder name"),
-    ("L104", "error", "model file for the platform/backend is missing"),
-    ("L105", "warning", "hidden folder at the repository root is polled as a model"),
-    ("L106", "warning", "config.pbtxt at the root of a plain repository (Triton ignores files there)"),
-    ("L107", "error", "path is not a model repository, model folder or model.tar.gz"),
-    ("L108", "error", "cannot determine the backend of the model"),
-    ("L109", "warning", "repository has no model folders"),
-    ("L110", "error", "version folder name overflows int64: tritonserver aborts"),
-    ("L111", "error", "folder or file cannot be read by the linter's user"),
-    ("L112", "warning", "symbolic link loop: a folder links back to one already visited"),
-    # deployment
-    ("D601", "error", "SageMaker tarball has config.pbtxt at its root"),
-    ("D602", "warning", "several models without SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"),
-    ("D603", "error", "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME names no model folder"),
-    ("D604", "info", "variable-length dims with dynamic batching only batch same-shape requests"),
-    ("D605", "warning", "TensorFlow platform has no backend in -py3 images from 24.08 on"),
-    ("D606", "error", "unsafe member in model.tar.gz"),
-    ("D607", "error", "model.tar.gz cannot be read"),
-    ("D608", "error", "model.tar.gz exceeds a lint limit (members, total bytes or header size)"),
-    ("D609", "info", "archive member too large to check: checked by name and size only"),
-    ("D610", "warning", "model.tar.gz holds hidden files (.env, .git/): SageMaker unpacks them"),
-    ("D611", "warning", "model.tar.gz write budget reached: later members checked by name and size only"),
     # the linter itself
     ("X001", "error", "internal error in a lint rule (a linter bug: please report it)"),
     ("X002", "info", "a library warned while linting (caught and shown, never raised)"),
 ]
-
-RuleTable = list[tuple[str, Severity, str]]
 
 
 def build_catalog(tables: Iterable[RuleTable]) -> dict[str, Rule]:
@@ -69,10 +44,10 @@ def build_catalog(tables: Iterable[RuleTable]) -> dict[str, Rule]:
 
 @functools.cache
 def rules() -> dict[str, Rule]:
-    """Every rule: the linter's own (above) and the ``RULES`` table of each family module."""
-    from pytest_triton.lint.rules import load_rule_modules
+    """Every rule: the runner's own (above) and the table of each family."""
+    from pytest_triton.lint.rules import families
 
-    return build_catalog([_TABLE, *(module.RULES for module in load_rule_modules() if hasattr(module, "RULES"))])
+    return build_catalog([_TABLE, *(family.rules for family in families())])
 
 
 class _Rules(Mapping[str, Rule]):

@@ -2,13 +2,52 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pytest_triton.archive.model_tar import DEFAULT_MODEL_ENV
-from pytest_triton.archive.model_tar import read_env_file
+from pytest_triton.archive.model_tar import parse_env
 from pytest_triton.archive.model_tar import sidecar_env
 from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.context import RepositoryContext
+from pytest_triton.lint.files import RefusedFile
+from pytest_triton.lint.files import read_bounded
+from pytest_triton.lint.rules.family import Family
+from pytest_triton.lint.rules.family import RuleTable
+from pytest_triton.lint.walk import describe_access
+
+RULES: RuleTable = [  # D601 and D606-D611 are reported while a model.tar.gz is read (lint/tarball.py)
+    ("D601", "error", "SageMaker tarball has config.pbtxt at its root"),
+    ("D602", "warning", "several models without SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"),
+    ("D603", "error", "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME names no model folder"),
+    ("D604", "info", "variable-length dims with dynamic batching only batch same-shape requests"),
+    ("D605", "warning", "TensorFlow platform has no backend in -py3 images from 24.08 on"),
+    ("D606", "error", "unsafe member in model.tar.gz"),
+    ("D607", "error", "model.tar.gz cannot be read"),
+    ("D608", "error", "model.tar.gz exceeds a lint limit (members, total bytes or header size)"),
+    ("D609", "info", "archive member too large to check: checked by name and size only"),
+    ("D610", "warning", "model.tar.gz holds hidden files (.env, .git/): SageMaker unpacks them"),
+    ("D611", "warning", "model.tar.gz write budget reached: later members checked by name and size only"),
+    ("D612", "error", "the model.tar.gz.env sidecar is not a small regular file beside the archive"),
+]
+
+SIDECAR_LIMIT = 64 << 10  # a few KEY=VALUE lines; more is not an environment file
+
+
+def _sidecar_default(repo: RepositoryContext, archive: Path) -> str | None:
+    """SAGEMAKER_TRITON_DEFAULT_MODEL_NAME from ``<archive>.env``, read only if it is a small regular file
+    beside the archive (D612 otherwise: a FIFO would block the run, /dev/zero would never end)."""
+    sidecar = sidecar_env(archive)
+    if not os.path.lexists(sidecar):
+        return None
+    try:
+        data = read_bounded(sidecar, root=archive.parent, limit=SIDECAR_LIMIT)
+    except (RefusedFile, OSError) as exc:
+        reason = exc.reason if isinstance(exc, RefusedFile) else describe_access(sidecar, exc)
+        hint = f"write {sidecar.name} as a plain text file of KEY=VALUE lines beside the archive, or remove it"
+        repo.reporter.add("D612", sidecar, f"sidecar {sidecar.name} {reason}", hint)
+        return None
+    return parse_env(data.decode("utf-8", "replace")).get(DEFAULT_MODEL_ENV)
 
 
 def check_sagemaker_default_model(repo: RepositoryContext) -> None:
@@ -16,8 +55,8 @@ def check_sagemaker_default_model(repo: RepositoryContext) -> None:
         return  # not a SageMaker target: several models are fine
     default = repo.sagemaker_default_model
     where = repo.tarball or repo.root
-    if default is None and repo.tarball is not None and sidecar_env(repo.tarball).exists():
-        default = read_env_file(sidecar_env(repo.tarball)).get(DEFAULT_MODEL_ENV)
+    if default is None and repo.tarball is not None:
+        default = _sidecar_default(repo, repo.tarball)
     models = sorted(name for name in repo.models if not name.startswith("."))
     if default is not None:
         if default not in repo.models:
@@ -70,5 +109,10 @@ def check_tensorflow_platform(model: ModelContext) -> None:
         )
 
 
-REPOSITORY_CHECKS = [check_sagemaker_default_model]
-MODEL_CHECKS = [check_variable_dims_with_batching, check_tensorflow_platform]
+FAMILY = Family(
+    "D",
+    "deployment",
+    RULES,
+    model_checks=[check_variable_dims_with_batching, check_tensorflow_platform],
+    repository_checks=[check_sagemaker_default_model],
+)

@@ -16,10 +16,13 @@ from dataclasses import field
 from typing import Any
 
 from pytest_triton.lint.context import ModelContext
-from pytest_triton.lint.rules.catalog import RuleTable
-from pytest_triton.lint.rules.onnx_model import autocompleted
+from pytest_triton.lint.rules.family import Family
+from pytest_triton.lint.rules.family import RuleTable
+from pytest_triton.lint.rules.step_io import ENSEMBLE_PLATFORM
+from pytest_triton.lint.rules.step_io import step_io
+from pytest_triton.lint.rules.step_io import why_unknown
 
-# the ids of this family (collected by catalog.rules())
+# the ids of this family (its FAMILY below; the catalogue gathers it)
 RULES: RuleTable = [
     ("E301", "error", "platform 'ensemble' without ensemble_scheduling"),
     ("E302", "error", "instance_group set on an ensemble"),
@@ -42,9 +45,9 @@ RULES: RuleTable = [
     ("E319", "error", "step requires a model version that will not be loaded"),
     ("E320", "error", "step receives inputs that come from different decoupled models"),
     ("E321", "error", "a step model declares an output twice and the ensemble maps it"),
+    ("E323", "info", "ensemble tensor not checked: the step model's I/O is left to its backend's auto-complete"),
 ]
 
-ENSEMBLE_PLATFORM = "ensemble"
 STEP = ("ensemble_scheduling", 0, "step")
 Path = tuple[str | int, ...]
 
@@ -347,25 +350,41 @@ class _Mapping:
         known = True
         for i, step in enumerate(self.cfg.ensemble_scheduling.step):
             sibling = self.models.get(step.model_name)
-            scfg = sibling.config if sibling is not None and sibling.parsed is not None else None
-            if scfg is not None and not (len(scfg.input) and len(scfg.output)) and scfg.platform != ENSEMBLE_PLATFORM:
-                # without inputs or outputs a step model is auto-completed by its backend: from its ONNX file
-                # as the onnxruntime backend does, else (python, custom backends) the I/O is unknown here
-                scfg = autocompleted(sibling) if sibling is not None else None
-            if scfg is None or not ((len(scfg.input) and len(scfg.output)) or scfg.platform == ENSEMBLE_PLATFORM):
+            if sibling is None or sibling.parsed is None:
                 known = False
-            else:
-                self.step(i, step, scfg)
+                continue
+            scfg, left_open = step_io(sibling)
+            if left_open:
+                known = False  # the graph has holes: the decoupled walk would follow edges that may not exist
+                self.unchecked(i, step, sibling, left_open)
+            self.step(i, step, scfg, left_open)
         if known:
             self.decoupled_walk()
 
-    def step(self, i: int, step: Any, scfg: Any) -> None:
+    def unchecked(self, i: int, step: Any, sibling: ModelContext, left_open: frozenset[str]) -> None:
+        """E323: the ensemble tensors mapped to the I/O a backend fills in at load, which the linter cannot see."""
+        why = why_unknown(sibling)
+        for kind in sorted(left_open):
+            mapped = step.input_map if kind == "input" else step.output_map
+            for key, tensor in sorted(mapped.items()):
+                message = (
+                    f"in ensemble {self.ens}, ensemble tensor {tensor} was not checked against {kind} {key} of "
+                    f"model {step.model_name}: its config lists no {kind}s, which Triton fills in at load ({why})"
+                )
+                hint = (
+                    f"declare {step.model_name}'s {kind}s in its config.pbtxt so that their data type and shape "
+                    "are checked before the server starts"
+                )
+                where = entry_path(self.model, (*STEP, i, f"{kind}_map"), key=key)
+                self.model.report("E323", message, hint, *where)
+
+    def step(self, i: int, step: Any, scfg: Any, left_open: frozenset[str] = frozenset()) -> None:
         model, ens, name = self.model, self.ens, step.model_name
         batching = scfg.max_batch_size > 0
         inputs = {io.name: io for io in scfg.input}
         outputs = {io.name: io for io in scfg.output}
         for key, tensor in sorted(step.input_map.items()):  # protobuf map order varies by process
-            if key not in inputs:
+            if key not in inputs and "input" not in left_open:
                 message = f"in ensemble {ens}, ensemble tensor {tensor} is mapping to non-existing input {key}"
                 where = entry_path(model, (*STEP, i, "input_map"), key=key)
                 model.report("E314", f"{message} in model {name}", f"inputs of {name}: {', '.join(inputs)}", *where)
@@ -387,6 +406,8 @@ class _Mapping:
                 model.report("E321", f"{message} {tensor}", hint, *where)
             io = outputs.get(key)
             if io is None:
+                if "output" in left_open:
+                    continue
                 message = f"in ensemble {ens}, ensemble tensor {tensor} is mapped from non-existing output {key}"
                 hint = f"outputs of {name}: {', '.join(outputs)}"
                 model.report("E315", f"{message} in model {name}", hint, *where)
@@ -430,5 +451,9 @@ class _Mapping:
                 queue.append(nxt)
 
 
-MODEL_CHECKS = [check_platform, check_scheduling, check_cycles, check_step_models]
-REPOSITORY_CHECKS: list[object] = []
+FAMILY = Family(
+    "E",
+    "ensembles",
+    RULES,
+    model_checks=[check_platform, check_scheduling, check_cycles, check_step_models],
+)

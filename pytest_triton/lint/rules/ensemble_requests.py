@@ -15,8 +15,9 @@ from pytest_triton.config.ensemble_outputs import failing_output_sets
 from pytest_triton.config.ensemble_outputs import output_names
 from pytest_triton.config.ensemble_outputs import request_works
 from pytest_triton.lint.context import ModelContext
-from pytest_triton.lint.rules.catalog import RuleTable
 from pytest_triton.lint.rules.ensemble import is_ensemble
+from pytest_triton.lint.rules.family import Family
+from pytest_triton.lint.rules.family import RuleTable
 
 RULES: RuleTable = [
     ("E322", "warning", "a request for only some of the ensemble's outputs deadlocks in Triton"),
@@ -73,5 +74,9 @@ def _decoupled(model: ModelContext) -> bool:
     return any(s is not None and s.parsed is not None and s.config.model_transaction_policy.decoupled for s in steps)
 
 
-MODEL_CHECKS = [check_partial_requests]
-REPOSITORY_CHECKS: list[object] = []
+FAMILY = Family(
+    "E",
+    "ensemble requests",
+    RULES,
+    model_checks=[check_partial_requests],
+)

@@ -13,6 +13,27 @@ from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.context import RepositoryContext
 from pytest_triton.lint.context import is_canonical_version
 from pytest_triton.lint.context import read_version
+from pytest_triton.lint.rules.family import Family
+from pytest_triton.lint.rules.family import RuleTable
+from pytest_triton.lint.walk import folder_identity
+from pytest_triton.lint.walk import not_plain
+
+RULES: RuleTable = [  # L107, L109, L111 and L112 are reported by the runner as it walks the target
+    ("L101", "error", "model has no valid version folder"),
+    ("L102", "warning", "folder looks like a version but Triton ignores it"),
+    ("L103", "error", "config name differs from the model folder name"),
+    ("L104", "error", "model file for the platform/backend is missing"),
+    ("L105", "warning", "hidden folder at the repository root is polled as a model"),
+    ("L106", "warning", "config.pbtxt at the root of a plain repository (Triton ignores files there)"),
+    ("L107", "error", "path is not a model repository, model folder or model.tar.gz"),
+    ("L108", "error", "cannot determine the backend of the model"),
+    ("L109", "warning", "repository has no model folders"),
+    ("L110", "error", "version folder name overflows int64: tritonserver aborts"),
+    ("L111", "error", "folder or file cannot be read by the linter's user"),
+    ("L112", "warning", "symbolic link loop: a folder links back to one already visited"),
+    ("L113", "error", "special file in the repository (FIFO, device, socket) or a link that leads nowhere"),
+    ("L114", "warning", "a file the linter reads links outside the repository: not read"),
+]
 
 # default model file per platform and per backend (Triton's and each backend's defaults)
 PLATFORM_FILES: dict[str, tuple[str, ...]] = {
@@ -245,5 +266,51 @@ def _model_file_hint(model: ModelContext, names: tuple[str, ...]) -> str:
     return f"put {names[0]} in the version folder, or set default_model_filename"
 
 
-REPOSITORY_CHECKS = [check_repository_root, check_model_folders]
-MODEL_CHECKS = [check_name, check_platform_known, check_model_files]
+# how deep below a model folder special files are looked for: version folders and what a python model ships
+_WALK_DEPTH = 4
+
+
+def check_special_files(repo: RepositoryContext) -> None:
+    """L113 for a FIFO, a device, a socket or a link loop in a model folder: reading one blocks or never ends
+    (a packager, a copy, a backend that opens it), and the plugin's staging refuses them. A folder reached
+    twice through links (a link back up) is listed once."""
+    folders = repo.reporter.folders
+    for model in repo.models.values():
+        seen: set[tuple[int, int]] = set()  # folders reached through a link: each is listed once
+        stack = [(model.folder, 0)]
+        while stack:
+            folder, depth = stack.pop()
+            for entry in folders.entries(folder):
+                if entry.is_dir:
+                    if depth >= _WALK_DEPTH:
+                        continue
+                    if entry.is_link:
+                        if not seen:  # the model folder itself, the first time a link could lead back to it
+                            seen.add(folder_identity(model.folder) or (-1, -1))
+                        identity = folder_identity(entry.path)
+                        if identity is None or identity in seen:
+                            continue
+                        seen.add(identity)
+                    stack.append((entry.path, depth + 1))
+                    continue
+                if entry.is_file or entry.name == CONFIG_FILENAME:  # a config's read reports it
+                    continue
+                kind = not_plain(entry)
+                if kind is not None:
+                    repo.reporter.add(
+                        "L113",
+                        entry.path,
+                        f"{str(entry.path)!r} is {kind}: a copy, a packager or a backend reading it blocks, "
+                        "never ends or fails",
+                        "remove it; a model folder holds regular files and folders only",
+                        model=model.folder,
+                    )
+
+
+FAMILY = Family(
+    "L",
+    "layout",
+    RULES,
+    model_checks=[check_name, check_platform_known, check_model_files],
+    repository_checks=[check_repository_root, check_model_folders, check_special_files],
+)

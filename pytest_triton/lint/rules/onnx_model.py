@@ -22,7 +22,8 @@ from pytest_triton.dtypes import BY_ONNX
 from pytest_triton.errors import OnnxReadError
 from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.context import RepositoryContext
-from pytest_triton.lint.rules.catalog import RuleTable
+from pytest_triton.lint.rules.family import Family
+from pytest_triton.lint.rules.family import RuleTable
 from pytest_triton.lint.rules.schema_common import enum_label
 from pytest_triton.lint.rules.schema_common import normalized
 from pytest_triton.onnx_io import CONFIG_TO_ONNX
@@ -31,7 +32,7 @@ from pytest_triton.onnx_io import OnnxIO
 from pytest_triton.onnx_io import Tensor
 from pytest_triton.onnx_io import read_onnx_io
 
-# the ids of this family (collected by catalog.rules())
+# the ids of this family (its FAMILY below; the catalogue gathers it)
 RULES: RuleTable = [
     ("O501", "error", "ONNX model file cannot be read"),
     ("O502", "error", "config input is not an input of the ONNX model"),
@@ -60,6 +61,10 @@ def model_files(model: ModelContext) -> list[Path]:
         if path.is_file():
             found.append(path)
     return found
+
+
+def _read(model: ModelContext, path: Path) -> OnnxIO:
+    return model.repository.onnx_io(path) if model.repository is not None else read_onnx_io(path)
 
 
 def _shape(dims: Any) -> str:
@@ -98,7 +103,7 @@ class _Check:
             if self.model.repository is not None and not self.model.repository.holds_content(path):
                 continue  # an archive member too large to extract (D609)
             try:
-                io = read_onnx_io(path)
+                io = _read(self.model, path)
             except OnnxReadError as exc:
                 hint = "export the model again, or fix default_model_filename"
                 self.model.report_file("O501", path, f"cannot read ONNX model {self.file}: {exc.reason}", hint)
@@ -287,7 +292,7 @@ def _autocomplete(model: ModelContext) -> Any | None:
     if not files or (model.repository is not None and not model.repository.holds_content(files[-1])):
         return None
     try:
-        io = read_onnx_io(files[-1])
+        io = _read(model, files[-1])
     except OnnxReadError:
         return None
     done = type(cfg)()
@@ -333,7 +338,7 @@ def check_models_without_config(repo: RepositoryContext) -> None:
             if not path.is_file() or not repo.holds_content(path):
                 continue
             try:
-                io = read_onnx_io(path)
+                io = repo.onnx_io(path)
             except OnnxReadError as exc:
                 rel = path.relative_to(model.folder).as_posix()
                 model.report_file("O501", path, f"cannot read ONNX model {rel}: {exc.reason}", "export the model again")
@@ -349,5 +354,10 @@ def check_models_without_config(repo: RepositoryContext) -> None:
             break
 
 
-MODEL_CHECKS = [check_onnx_model]
-REPOSITORY_CHECKS = [check_models_without_config]
+FAMILY = Family(
+    "O",
+    "ONNX model vs config",
+    RULES,
+    model_checks=[check_onnx_model],
+    repository_checks=[check_models_without_config],
+)

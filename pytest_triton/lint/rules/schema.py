@@ -15,23 +15,18 @@ Ids and titles are registered in :mod:`.schema_common`. Ensemble steps, maps and
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from pytest_triton.lint.context import ModelContext
-from pytest_triton.lint.context import RepositoryContext
 from pytest_triton.lint.rules import schema_instances
 from pytest_triton.lint.rules import schema_io
 from pytest_triton.lint.rules import schema_platform
 from pytest_triton.lint.rules import schema_sequence
+from pytest_triton.lint.rules.family import Family
 from pytest_triton.lint.rules.schema_common import RULE_TABLE
 
-MODEL_CHECKS: list[Callable[[ModelContext], None]] = [
-    *schema_platform.CHECKS,
-    *schema_sequence.CHECKS,
-    *schema_io.CHECKS,
-    *schema_instances.CHECKS,
-]
-REPOSITORY_CHECKS: list[Callable[[RepositoryContext], None]] = []
-RULES = RULE_TABLE
+FAMILY = Family(
+    "S",
+    "schema",
+    RULE_TABLE,
+    model_checks=[*schema_platform.CHECKS, *schema_sequence.CHECKS, *schema_io.CHECKS, *schema_instances.CHECKS],
+)
 
-__all__ = ["MODEL_CHECKS", "REPOSITORY_CHECKS", "RULES", "RULE_TABLE"]
+__all__ = ["FAMILY"]

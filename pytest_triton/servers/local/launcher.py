@@ -53,6 +53,7 @@ from pytest_triton.servers.logs import server_error
 from pytest_triton.servers.protocol import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.protocol import Prepared
 from pytest_triton.servers.protocol import ServeOptions
+from pytest_triton.servers.relay import SageMakerGuard
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress
@@ -193,7 +194,11 @@ class LocalLauncher(ServerBase):
         complete = [] if self.auto_complete_config else ["--disable-auto-complete-config"]
         self.command = [str(binary.path), *args, *self._process.binary_flags(binary), *complete, *self.extra_args]
         env = self._server_env(prepared, binary.environ())
-        self._process.spawn(self.command, env, f"tritonserver-{attempt}.log")
+        # the SageMaker frontend binds every interface: then the server gets a network of its own
+        isolate = (
+            {port: (SageMakerGuard(key) if port == ports[3] else None) for port in ports} if self.sagemaker else None
+        )
+        self._process.spawn(self.command, env, f"tritonserver-{attempt}.log", isolate=isolate)
 
     def _wait_ready(self, prepared: Prepared, deadline: Deadline) -> None:
         """Ready: every frontend started (read from the log), every startup model READY in the repository index,

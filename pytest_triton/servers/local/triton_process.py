@@ -2,13 +2,15 @@
 
 The local and sagemaker-local launchers differ in their command line and in what "ready" means. What they
 share is here: the owned work folder (swept once its owner is gone, even after SIGKILL), the python backend's
-shared-memory prefix, the flags that place the binary's backends and cache, the log file, the spawn, how the
-process ended, and the stop that removes all of it, also at interpreter exit for a launcher that was dropped
-or left running.
+shared-memory prefix, the flags that place the binary's backends and cache, the log file, the spawn in
+namespaces of its own (a private ``/tmp``; with the SageMaker frontend, a network reached through a relay on
+127.0.0.1: :mod:`pytest_triton.servers.sandbox`), how the process ended, and the stop that removes all of it,
+also at interpreter exit for a launcher that was dropped or left running.
 """
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 import subprocess
@@ -21,18 +23,22 @@ from typing import final
 
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
+from pytest_triton.servers.base import PortInUse
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.logs import LogFile
 from pytest_triton.servers.ports import PortReservation
 from pytest_triton.servers.process import describe_exit
 from pytest_triton.servers.process import make_owned_workdir
-from pytest_triton.servers.process import python_env_dirs
-from pytest_triton.servers.process import remove_empty_dirs
 from pytest_triton.servers.process import remove_shm
+from pytest_triton.servers.process import restrict_tree
 from pytest_triton.servers.process import shm_prefix
 from pytest_triton.servers.process import spawn
 from pytest_triton.servers.process import stop_process_group
 from pytest_triton.servers.process import sweep_dead_owners
+from pytest_triton.servers.relay import LoopbackRelay
+from pytest_triton.servers.relay import SageMakerGuard
+from pytest_triton.servers.sandbox import refuse_without_namespaces
+from pytest_triton.servers.sandbox import sandboxed
 
 
 @final
@@ -51,8 +57,7 @@ class TritonProcess:
         self.shm_prefix = ""
         self.stopped = False  # stop() ran: the process ending is ours, not a crash
         self._workdir: Path | None = None
-        self._python_envs_before: set[Path] | None = None
-        self._python_envs: set[Path] = set()
+        self.relay: LoopbackRelay | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
 
     # -- before the start ------------------------------------------------------------------------------
@@ -81,24 +86,43 @@ class TritonProcess:
         flags.append(f"--backend-config=python,shm-region-prefix-name={self.shm_prefix}")
         return flags
 
-    def spawn(self, command: Sequence[str], env: Mapping[str, str], log_name: str) -> None:
-        """Start ``command`` in its own process group, its output going to ``log_name`` in the work folder."""
-        log_path = self.workdir() / log_name
-        self.log = LogFile(log_path)
-        if self._python_envs_before is None:
-            self._python_envs_before = python_env_dirs()
-        with log_path.open("wb") as out:
+    def spawn(
+        self,
+        command: Sequence[str],
+        env: Mapping[str, str],
+        log_name: str,
+        *,
+        isolate: Mapping[int, SageMakerGuard | None] | None = None,
+    ) -> None:
+        """Start ``command`` in its own process group and namespaces, its output going to ``log_name`` in the
+        work folder. ``isolate`` (port -> a guard for the SageMaker port, else None) puts it in a network of its
+        own, reached on the host's 127.0.0.1 at those ports: raises PortInUse where one is taken, and
+        ServerStartError where this machine cannot make the namespace."""
+        workdir = self.workdir()
+        routes = None
+        if isolate:
+            refuse_without_namespaces(f"{self.what} with the SageMaker frontend")
+            routes = {port: workdir / f"relay-{port}.sock" for port in isolate}
+            self.relay = LoopbackRelay({port: (routes[port], guard) for port, guard in isolate.items()})
             try:
-                self.proc = spawn(list(command), env=dict(env), stdout=out)
+                self.relay.open()
+            except OSError as err:
+                self.relay = None
+                raise PortInUse(str(err)) from err
+        log_path = workdir / log_name
+        self.log = LogFile(log_path)
+        os.close(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+        restrict_tree(workdir)  # the staged repository: copies keep the user's modes
+        argv = sandboxed(command, env, workdir, routes) or list(command)
+        with log_path.open("r+b") as out:
+            try:
+                self.proc = spawn(argv, env=dict(env), stdout=out)
             except OSError as err:
                 raise ServerStartError(f"could not run {command[0]!r}: {err}") from err
         self._arm()
 
     def started(self) -> None:
-        """Note the python backend's environment folders made while the server started (stop() removes the
-        empty ones: the stubs leave ``/tmp/python_env_*`` behind)."""
-        if self._python_envs_before is not None:
-            self._python_envs = python_env_dirs() - self._python_envs_before
+        """Nothing to note: what the server writes outside its work folder lies in its private ``/tmp``."""
 
     def kill(self) -> None:
         """Stop the process of a failed attempt, keep its log, drop its ports (the next attempt takes new ones)."""
@@ -106,6 +130,7 @@ class TritonProcess:
             stop_process_group(self.proc, interrupt_timeout=0.0, terminate_timeout=2.0)
             self.proc = None
             self._arm()
+        self._close_relay()
         if self.ports is not None:
             self.ports.release()
             self.ports = None
@@ -165,7 +190,7 @@ class TritonProcess:
 
     def stop(self, timeout: float) -> None:
         """Stop the server and its python stubs (SIGINT, ``timeout`` s, then harder), remove their shared
-        memory, the empty python environment folders and the work folder; the log stays readable. Calling it
+        memory, the relay and the work folder (its private /tmp with it); the log stays readable. Calling it
         again does nothing. Raises ServerError (after all the rest) when the process outlived SIGKILL by
         10 s: the kernel holds it (uninterruptible sleep, a frozen cgroup), and nothing more can be done."""
         self.stopped = True
@@ -174,9 +199,9 @@ class TritonProcess:
         survivor = None
         if self.proc is not None and not stop_process_group(self.proc, interrupt_timeout=timeout):
             survivor = self.proc.pid
+        self._close_relay()
         if self.shm_prefix:
             remove_shm(self.shm_prefix)
-        remove_empty_dirs(self._python_envs)
         if self.ports is not None:
             self.ports.release()
             self.ports = None
@@ -191,6 +216,11 @@ class TritonProcess:
                 f"the kernel holds it (see `cat /proc/{survivor}/status`: State D is a blocked device or "
                 "file system, a frozen cgroup keeps it too); it ends when that is released"
             )
+
+    def _close_relay(self) -> None:
+        if self.relay is not None:
+            self.relay.close()
+            self.relay = None
 
     def _arm(self) -> None:
         # what is left at interpreter exit is still stopped and removed (the finalizer holds no reference to self)

@@ -74,6 +74,7 @@ from pytest_triton.servers.ports import reserve_ports
 from pytest_triton.servers.protocol import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.protocol import Prepared
 from pytest_triton.servers.protocol import ServeOptions
+from pytest_triton.servers.relay import SageMakerGuard
 from pytest_triton.servers.sagemaker.model_data import MODEL_MOUNT
 from pytest_triton.servers.sagemaker.model_data import default_model_env
 from pytest_triton.servers.sagemaker.model_data import read_container_env
@@ -235,7 +236,7 @@ class SageMakerLocalLauncher(ServerBase):
         self.plan, self._urls, args, self.control_key = launch.plan, launch.urls, launch.plan.args, launch.control_key
         if isinstance(self.runner, TritonProcess):
             self.command = [str(self.binary.path), *args, *self.runner.binary_flags(self.binary)]
-            self.runner.spawn(self.command, {**self.binary.environ(), **launch.env}, "tritonserver.log")
+            launch.spawn(self.runner, self.command, self.binary)
         elif self.container is not None:
             self.command = ["serve"] if self.container.facts().serve_script else ["tritonserver", *args]
             self.container.run(self.command, launch.env, mounts={self.model_dir: MODEL_MOUNT})
@@ -290,6 +291,8 @@ class LaunchPlan:
         if bound:
             notes.append(f"{' and '.join(bound)} bound to {LOCALHOST}")
         env.update(loopback)
+        if not isinstance(runner, TritonContainer):
+            notes.append(f"reached through a relay on {LOCALHOST}: the server runs in a network namespace of its own")
         restricted = runner.facts().restricted_api if isinstance(runner, TritonContainer) else False
         if binary is not None:
             restricted = has_restricted_api(help_text(binary))
@@ -310,6 +313,15 @@ class LaunchPlan:
     def urls(self) -> ServerUrls:
         """Where the frontends of the plan listen, on 127.0.0.1 (gRPC and metrics only where it turns them on)."""
         return _urls(self.plan)
+
+    def spawn(self, process: TritonProcess, command: Sequence[str], binary: TritonBinary) -> None:
+        """Start ``command`` on ``process`` with ``binary``'s environment and the container's. The SageMaker
+        frontend binds every interface, so the process gets a network of its own, reached on 127.0.0.1 at the
+        ports of the plan; the SageMaker port's relay passes ``/ping`` and ``/invocations``, anything else only with
+        the plan's control key (where it has none, never)."""
+        guard = SageMakerGuard(self.control_key)
+        isolate = {port: (guard if name == "sagemaker" else None) for name, port in _frontend_ports(self.plan).items()}
+        process.spawn(command, {**binary.environ(), **self.env}, "tritonserver.log", isolate=isolate)
 
 
 def frontend_ready(runner: Runner, urls: ServerUrls, check_running: Callable[[], None], model: str) -> Poll:
@@ -418,17 +430,19 @@ def control_key_env(env: Mapping[str, str], key: ControlKey | None) -> dict[str,
     return {ADDITIONAL_ARGS: " ".join([env.get(ADDITIONAL_ARGS, ""), *key.flags()]).strip()}
 
 
-def _sagemaker_port_of(plan: ServePlan) -> int:
+def _frontend_ports(plan: ServePlan) -> dict[str, int]:
     value = plan.flag("--sagemaker-port")
-    return int(value) if value else 8080
+    ports = {"sagemaker": int(value) if value else 8080}
+    if plan.flag("--allow-grpc") == "true":
+        ports["grpc"] = int(plan.flag("--grpc-port") or 8001)
+    if plan.flag("--allow-metrics") == "true":
+        ports["metrics"] = int(plan.flag("--metrics-port") or 8002)
+    return ports
 
 
 def _urls(plan: ServePlan) -> ServerUrls:
-    grpc = f"{LOCALHOST}:{plan.flag('--grpc-port') or 8001}" if plan.flag("--allow-grpc") == "true" else None
-    metrics = None
-    if plan.flag("--allow-metrics") == "true":
-        metrics = f"http://{LOCALHOST}:{plan.flag('--metrics-port') or 8002}/metrics"
-    return ServerUrls(http=None, grpc=grpc, metrics=metrics, sagemaker=f"http://{LOCALHOST}:{_sagemaker_port_of(plan)}")
+    ports = _frontend_ports(plan)
+    return ServerUrls.local(None, ports.get("grpc"), ports.get("metrics"), ports["sagemaker"])
 
 
 def _gpu_count() -> int:

@@ -952,6 +952,51 @@ def nested_ensemble(draw: st.DrawFn, draft: Draft, role: str) -> Applied:
     return "an outer ensemble over this one (same tensors)", "accept"
 
 
+def _completing_model_py(kind: str, tensors: list[Any]) -> bytes:
+    """A model.py whose auto_complete_config adds ``tensors`` back as the ``kind`` ("input"/"output") of its config."""
+    adds = "".join(
+        f"        config.add_{kind}({{'name': {t.name!r}, 'data_type': {_TYPE_NAMES[t.data_type]!r}, "
+        f"'dims': {[int(d) for d in t.dims]!r}}})\n"
+        for t in tensors
+    )
+    return (
+        "class TritonPythonModel:\n    @staticmethod\n    def auto_complete_config(config):\n"
+        f"{adds}        return config\n\n    def execute(self, requests):\n        return []\n"
+    ).encode()
+
+
+_TYPE_NAMES = {enum_number(model_config_class()().input.add(), "data_type", name): name for name in DATA_TYPES}
+
+
+@mutation("ensemble", autocomplete=True)
+def step_io_left_to_autocomplete(draw: st.DrawFn, draft: Draft, role: str) -> Applied:
+    """A step model declares one side of its I/O and leaves the other to its backend's auto-complete (an ONNX
+    export with inputs declared and outputs not is the common case; the embedded server has no onnxruntime
+    backend, so the step is a python model, optionally under the onnxruntime_onnx platform). Its model.py
+    completes the missing side, or not; the declared side may change rank against its neighbour."""
+    steps = draft.configs[role].ensemble_scheduling.step
+    step_role = steps[draw(st.integers(0, len(steps) - 1))].model_name
+    config = draft.configs[step_role]
+    left = draw(st.sampled_from(["input", "output"]))
+    dropped = list(getattr(config, left))
+    del getattr(config, left)[:]
+    completes = draw(st.booleans())
+    if completes:
+        draft.files[step_role]["1/model.py"] = _completing_model_py(left, dropped)
+    if draw(st.booleans()):
+        config.platform = "onnxruntime_onnx"
+    declared = "output" if left == "input" else "input"
+    rank = draw(st.booleans())
+    if rank:
+        for io in getattr(config, declared):
+            io.dims.append(-1)
+    what = (
+        f"step {step_role} lists no {left}s (model.py {'completes them' if completes else 'does not'}; "
+        f"platform {config.platform or 'none'}){'; its ' + declared + 's gain a dimension' if rank else ''}"
+    )
+    return what, "either" if rank else ("accept" if completes else "reject")
+
+
 @mutation(autocomplete=True)
 def no_mutation(draw: st.DrawFn, draft: Draft, role: str) -> Applied:
     return "none", "accept"

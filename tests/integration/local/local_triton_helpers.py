@@ -167,3 +167,18 @@ def in_group(pgid: int) -> list[int]:
             if fields is not None and fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
                 found.append(int(entry))
     return found
+
+
+def shm_regions(prefix: str, server: int | None = None) -> list[str]:
+    """The shared-memory regions named ``prefix*``: in the host's /dev/shm, and where ``server`` (a pid) runs,
+    in its own /dev/shm (a server in its namespaces has a tmpfs of its own there, seen through /proc)."""
+    folders = [Path("/dev/shm")]
+    if server is not None and alive(server):
+        folders.append(Path(f"/proc/{server}/root/dev/shm"))
+    found = []
+    for folder in folders:
+        try:
+            found += [name for name in os.listdir(folder) if name.startswith(prefix)]
+        except OSError:
+            continue
+    return found

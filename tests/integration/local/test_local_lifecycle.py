@@ -23,6 +23,7 @@ from .local_triton_helpers import add_model
 from .local_triton_helpers import alive
 from .local_triton_helpers import in_group
 from .local_triton_helpers import process_name
+from .local_triton_helpers import shm_regions
 from .local_triton_helpers import skip_without_embedded_triton
 from .local_triton_helpers import stubs_of
 
@@ -34,10 +35,6 @@ def _wait_gone(pids: list[int], timeout: float) -> list[int]:
     while (left := [p for p in pids if alive(p)]) and time.monotonic() < deadline:
         time.sleep(0.05)
     return left
-
-
-def _shm(prefix: str) -> list[str]:
-    return [e for e in os.listdir("/dev/shm") if e.startswith(prefix)]
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +53,7 @@ def test_stop_leaves_no_process_and_no_shared_memory(repository: Path) -> None:
     stubs = stubs_of(pid)
     assert len(stubs) == 2, "one python stub per model instance"
     assert launcher.shm_prefix.startswith(f"pytest_triton_{owner_token()}_")
-    assert _shm(launcher.shm_prefix), "the python backend's shared memory carries our prefix"
+    assert shm_regions(launcher.shm_prefix, pid), "the python backend's shared memory carries our prefix"
 
     started = time.monotonic()
     launcher.stop()
@@ -64,7 +61,7 @@ def test_stop_leaves_no_process_and_no_shared_memory(repository: Path) -> None:
     assert not alive(pid)
     assert [p for p in stubs if alive(p)] == []
     assert in_group(pid) == []
-    assert _shm(launcher.shm_prefix) == []
+    assert shm_regions(launcher.shm_prefix) == []
     assert "successfully loaded 'add2'" in launcher.logs()  # the log outlives the server
     launcher.stop()  # idempotent
 
@@ -120,7 +117,7 @@ def test_server_dies_when_its_parent_is_sigkilled(repository: Path) -> None:
         assert process_name(server) == "tritonserver"
         assert len(stubs) == 2
         prefix = str(info["prefix"]).split("=")[-1]
-        assert _shm(prefix)
+        assert shm_regions(prefix, server)
 
         child.send_signal(signal.SIGKILL)  # no atexit, no finally: only the kernel can help
         child.wait()
@@ -128,9 +125,9 @@ def test_server_dies_when_its_parent_is_sigkilled(repository: Path) -> None:
         assert _wait_gone([server], 5.0) == [], "tritonserver outlived its parent"
         assert _wait_gone(stubs, 5.0) == [], "python backend stubs outlived tritonserver"
         assert in_group(server) == []
-        # the stubs die without cleaning their shared memory; the next launcher sweeps it
+        # the stubs die without cleaning their shared memory: freed with the namespace, else swept
         sweep_stale_shm()
-        assert _shm(prefix) == []
+        assert shm_regions(prefix) == []
     finally:
         if child.poll() is None:
             child.kill()
@@ -160,7 +157,7 @@ def test_server_killed_under_the_launcher(repository: Path) -> None:
     launcher.check_alive()
     assert [p for p in stubs if alive(p)] == []
     assert in_group(pid) == []
-    assert _shm(launcher.shm_prefix) == []
+    assert shm_regions(launcher.shm_prefix) == []
 
 
 FORGETFUL = """
@@ -178,4 +175,4 @@ def test_server_stopped_at_exit_when_stop_is_forgotten(repository: Path) -> None
     info = json.loads(done.stdout)
     assert not alive(int(info["pid"]))
     assert in_group(int(info["pid"])) == []
-    assert _shm(str(info["prefix"]).split("=")[-1]) == []  # freed by the launcher itself, no sweep needed
+    assert shm_regions(str(info["prefix"]).split("=")[-1]) == []  # freed by the launcher itself, no sweep needed

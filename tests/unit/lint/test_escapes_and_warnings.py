@@ -9,6 +9,7 @@ keeps ``\\o`` as it is and warns (DeprecationWarning), which ``-W error`` turned
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import sys
@@ -81,7 +82,8 @@ def test_a_library_warning_is_shown_as_x002_not_raised(tmp_path: Path, monkeypat
     def warns(model: object) -> None:
         warnings.warn("something a library says", DeprecationWarning, stacklevel=1)
 
-    monkeypatch.setattr(layout, "MODEL_CHECKS", [warns, *layout.MODEL_CHECKS])
+    family = dataclasses.replace(layout.FAMILY, model_checks=[warns, *layout.FAMILY.model_checks])
+    monkeypatch.setattr(layout, "FAMILY", family)
     write_model(tmp_path, "m", config('backend: "python"'), {"1/model.py": ""})
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -14,7 +14,6 @@ import pytest
 from pytest_triton.config import parse_config
 from pytest_triton.lint import lint_path
 from pytest_triton.lint.rules import catalog
-from pytest_triton.lint.rules import load_rule_modules
 from tests.unit.lint.helpers import write_model
 
 MARK = "# <-"
@@ -98,6 +97,12 @@ def fan_in(first: str, second: str, *, second_reads: str = "IN") -> str:
 
 LAST = step_model("last", batch=0)
 FAN_STEPS = {"rep": DECOUPLED, "rep2": DECOUPLED.replace('"rep"', '"rep2"'), "join": JOIN, "last": LAST}
+
+ONNX_INPUTS_ONLY = (
+    'name: "b"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n'
+    'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] } ]\n'
+)
+SEVERITY = {"E322": "warning", "E323": "info"}
 
 # rule -> (repository whose ensemble marks the expected line, part of the expected message)
 FAILING: dict[str, tuple[Repo, str]] = {
@@ -236,6 +241,17 @@ FAILING: dict[str, tuple[Repo, str]] = {
         "in ensemble 'ens', a request for only the outputs {OUT2}, {OUT} fails in Triton: 'unexpected deadlock, "
         "at least one output is not set while no more ensemble steps can be made'",
     ),
+    # an ONNX step whose outputs are left to the onnxruntime backend, with no model.onnx to read them from
+    "E323": (
+        (
+            ensemble([A, step("b", [("INPUT0", "mid")], [("OUTPUT0", "OUT")], mark=("out", "OUTPUT0"))]),
+            {"a": step_model("a"), "b": ONNX_INPUTS_ONLY},
+            ONE,
+        ),
+        "in ensemble ens, ensemble tensor OUT was not checked against output OUTPUT0 of model b: its config "
+        "lists no outputs, which Triton fills in at load (the onnxruntime backend reads them from model.onnx, "
+        "which is not in any version folder)",
+    ),
 }
 
 INNER = ensemble([A, B], name="inner")
@@ -290,6 +306,7 @@ PASSING: dict[str, Repo] = {
     # version 2 exists and is the latest
     "E319": (FAILING["E319"][0][0], STEPS, ("1", "2")),
     "E321": (BASE, STEPS, ONE),
+    "E323": (BASE, STEPS, ONE),
     # two outputs that no step reads: either alone can be asked for
     "E322": (
         ensemble(
@@ -324,7 +341,6 @@ def marked_line(text: str) -> int:
 
 
 def test_every_rule_has_a_failing_and_a_passing_case() -> None:
-    load_rule_modules()  # each family registers its ids when imported
     ids = {rule for rule in catalog.RULES if rule.startswith("E3")}
     assert ids == set(FAILING) == set(PASSING)
 
@@ -335,7 +351,7 @@ def test_failing_case(tmp_path: Path, rule: str) -> None:
     findings = [f for f in lint_path(write_repository(tmp_path, repo)) if f.rule == rule]
     matching = [f for f in findings if message in f.message]
     assert matching, [f.message for f in findings]
-    assert matching[0].severity == catalog.RULES[rule].severity == ("warning" if rule == "E322" else "error")
+    assert matching[0].severity == catalog.RULES[rule].severity == SEVERITY.get(rule, "error")
     assert matching[0].path.endswith("ens/config.pbtxt")
     assert matching[0].line == marked_line(repo[0])
 
@@ -376,12 +392,39 @@ def test_cycle_through_two_ensembles_is_reported_on_both(tmp_path: Path) -> None
     ]
 
 
-def test_step_models_without_config_or_io_skip_the_mapping_checks(tmp_path: Path) -> None:
-    # "a" has no config (its backend auto-completes one), "b" lists no I/O: nothing to compare
+def test_step_models_without_config_skip_the_mapping_checks(tmp_path: Path) -> None:
+    # "a" has no config (its backend auto-completes one), "b" lists no I/O and its model.py completes them
+    completes = "class TritonPythonModel:\n    @staticmethod\n    def auto_complete_config(config):\n        ...\n"
     write_repository(tmp_path, (BASE, {"b": 'name: "b"\nbackend: "python"\nmax_batch_size: 8\n'}, ONE))
+    (tmp_path / "b" / "1" / "model.py").write_text(completes)
     (tmp_path / "a" / "1").mkdir(parents=True)
     (tmp_path / "a" / "1" / "model.onnx").write_bytes(b"")
-    assert not [f.format() for f in lint_path(tmp_path / "ens") if f.rule.startswith("E")]
+    found = [f for f in lint_path(tmp_path / "ens") if f.rule.startswith("E")]
+    assert {f.rule for f in found} == {"E323"}, [f.format() for f in found]
+    assert all("its model.py defines auto_complete_config" in f.message for f in found)
+
+
+def test_a_python_step_without_auto_complete_is_checked_as_written(tmp_path: Path) -> None:
+    # Triton 2.51: "in ensemble ens, ensemble tensor OUT is mapped from non-existing output OUTPUT0 in model b"
+    b = ONNX_INPUTS_ONLY.replace('platform: "onnxruntime_onnx"', 'backend: "python"')
+    write_repository(tmp_path, (BASE, {"a": step_model("a"), "b": b}, ONE))
+    (finding,) = [f for f in lint_path(tmp_path) if f.rule.startswith("E")]
+    assert finding.message == (
+        "in ensemble ens, ensemble tensor OUT is mapped from non-existing output OUTPUT0 in model b"
+    )
+
+
+def test_declared_inputs_of_a_step_left_to_autocomplete_are_checked(tmp_path: Path) -> None:
+    """The class Triton refuses that the linter used to skip: inputs declared, outputs left to the backend, and a
+    neighbour producing a tensor of another rank (Triton 2.51's message, read from the embedded server)."""
+    b = ONNX_INPUTS_ONLY.replace("max_batch_size: 8", "max_batch_size: 0").replace("[ 16 ]", "[ -1, -1 ]")
+    write_repository(tmp_path, (BASE, {"a": step_model("a", batch=0, dims="-1"), "b": b}, ONE))
+    found = {f.rule: f for f in lint_path(tmp_path) if f.rule.startswith("E")}
+    assert found["E318"].message == (
+        "in ensemble ens, ensemble tensor mid: inconsistent shape: [-1] is inferred from model a while [-1,-1] is "
+        "inferred from model b"
+    )
+    assert "ensemble tensor OUT was not checked against output OUTPUT0 of model b" in found["E323"].message
 
 
 def test_broken_step_config_is_not_reported_as_missing(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from pytest_triton.config import parse_config
 from pytest_triton.lint import Finding
 from pytest_triton.lint import lint_path
 from pytest_triton.lint.rules import catalog
-from pytest_triton.lint.rules.schema import MODEL_CHECKS
+from pytest_triton.lint.rules.schema import FAMILY
 from tests.unit.lint.helpers import write_model
 
 MARK = "# <-"
@@ -681,4 +681,4 @@ def test_extreme_values_give_findings_not_crashes(tmp_path: Path, scheduler: str
 def test_checks_accept_an_empty_config(tmp_path: Path) -> None:
     write_model(tmp_path, "m", "", {"1/model.onnx": b""})
     assert "X001" not in {f.rule for f in lint_path(tmp_path)}
-    assert len(MODEL_CHECKS) >= 4
+    assert len(FAMILY.model_checks) >= 4

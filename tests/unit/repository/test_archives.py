@@ -143,7 +143,7 @@ def test_the_linter_write_budget_stops_writing_with_a_finding(tmp_path: Path) ->
         ("m/config.pbtxt", CONFIG, tarfile.REGTYPE),
         ("m/1/model.py", b"", tarfile.REGTYPE),
     ]
-    members += [(f"m/1/vocab{i}.txt", b"a" * (40 << 10), tarfile.REGTYPE) for i in range(6)]
+    members += [(f"m/1/lib{i}.py", b"#" * (40 << 10), tarfile.REGTYPE) for i in range(6)]  # python is written out
     archive = archive_of(tmp_path / "model.tar.gz", members)
     findings = lint_path(archive, limits=LintLimits(max_written_bytes=100 << 10))
     assert [f.rule for f in findings] == ["D611"]

@@ -48,7 +48,7 @@ def test_repository_models_skips_hidden_and_files(repo: Path) -> None:
 
 
 def test_command_line(tmp_path: Path, repo: Path) -> None:
-    args_file = tmp_path / "args"
+    args_file = tmp_path / "bin" / "args"  # beside the binary: the server sees it in its private /tmp
     binary = _fake(
         tmp_path, f'printf "%s\\n" "$@" > {shlex.quote(str(args_file))}; echo "$FAKE" >> {args_file}\nexit 3\n'
     )
@@ -84,7 +84,7 @@ def test_command_line(tmp_path: Path, repo: Path) -> None:
 
 
 def test_models_argument_and_auto_complete(tmp_path: Path, repo: Path) -> None:
-    args_file = tmp_path / "args"
+    args_file = tmp_path / "bin" / "args"  # beside the binary: the server sees it in its private /tmp
     binary = _fake(tmp_path, f'printf "%s\\n" "$@" > {shlex.quote(str(args_file))}\nexit 1\n')
     launcher = LocalLauncher(repo, models=["b_model"], binary=binary, auto_complete_config=False, progress=None)
     with pytest.raises(ServerStartError):
@@ -111,7 +111,7 @@ def test_exit_reports_tritons_error_line_and_code(tmp_path: Path, repo: Path) ->
 
 
 def test_port_in_use_is_retried_with_new_ports(tmp_path: Path, repo: Path) -> None:
-    calls = tmp_path / "calls"
+    calls = tmp_path / "bin" / "calls"
     binary = _fake(
         tmp_path,
         f'echo "$@" >> {shlex.quote(str(calls))}\n'

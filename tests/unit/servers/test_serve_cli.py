@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -77,3 +78,26 @@ def test_parser_options() -> None:
         5.0,
     )
     assert args.models == ["a", "b"]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0", "soon"])
+def test_a_timeout_that_is_not_a_finite_positive_number_is_refused_at_parse(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    # nan, inf and -1 were accepted: a wait without a deadline, or none at all
+    (tmp_path / "repo").mkdir()
+    with pytest.raises(SystemExit) as exited:
+        serve_main([str(tmp_path / "repo"), "--timeout", value])
+    assert exited.value.code == 2
+    assert f"timeout={value!r}: give a finite number of seconds above 0" in capsys.readouterr().err
+
+
+def test_a_fifo_in_the_repository_fails_the_start_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the staging copy blocked on the FIFO's open: `serve --timeout 5` hung for 45 s and more
+    (tmp_path / "repo" / "m" / "1").mkdir(parents=True)
+    (tmp_path / "repo" / "m" / "config.pbtxt").write_text('name: "m"\nbackend: "python"\n')
+    os.mkfifo(tmp_path / "repo" / "m" / "1" / "model.py")
+    assert serve_main([str(tmp_path / "repo"), "--timeout", "5"]) == 1
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'repo' / 'm' / '1' / 'model.py'}: a FIFO cannot be served" in err
+    assert "Traceback" not in err
