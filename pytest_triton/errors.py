@@ -193,3 +193,8 @@ class EndpointModelError(InferenceError):
         if log_stream_arn:
             text += f"\ncontainer log stream: {log_stream_arn}"
         super().__init__(text, request=request, response=response)
+
+
+class TritonInconclusiveWarning(UserWarning):
+    """A relative budget or PR verdict whose interval still straddles its limit after the extra rounds: neither
+    a pass nor a fail (``--triton-inconclusive fail`` makes it a failure)."""

@@ -6,7 +6,8 @@ same checks, at the head variant's precision. Latency reuses the interleaved mea
 head, ... windows: drift of the machine cancels in the per-round ratios) and the relative-budget verdicts of
 :mod:`pytest_triton.bench.relative`: p50 and p99 at ``[latency] batch_size``, samples/s at
 ``throughput_batch_size`` (the same run when the two are equal), each held to the declaration's
-``[baseline]`` limits.
+``[baseline]`` limits with the rule of :mod:`pytest_triton.bench.decision` (PASS, FAIL or INCONCLUSIVE; rounds
+are added while an answer is open, within the session's verdict time budget).
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["PairLatency", "PairRun", "worst_element"]
 
 METRICS = ("p50_ms", "p99_ms", "samples_per_s")
-PAIRED_ROUNDS = 9  # rounds a pair's ratio is the median of
 
 
 @final
@@ -48,7 +48,7 @@ class PairLatency:
     pair: Pair
     results: tuple[RelativeResult, ...]  # in METRICS order
     settled: str
-    unstable: UnstablePolicy = "warn"
+    inconclusive: UnstablePolicy = "warn"
 
     def by_metric(self, metric: str) -> RelativeResult:
         return self.results[METRICS.index(metric)]
@@ -60,15 +60,15 @@ class PairLatency:
 
     @property
     def verdict(self) -> str:
-        """``fail`` (a limit broken), ``unstable`` (the rounds did not settle or disagree), else ``pass``."""
+        """``fail`` (a limit confidently broken), ``inconclusive`` (an answer still open), else ``pass``."""
         statuses = {r.status for r in self.judged}
         if "fail" in statuses or "not-measured" in statuses:
             return "fail"
-        return "unstable" if "unstable" in statuses else "pass"
+        return "inconclusive" if "inconclusive" in statuses else "pass"
 
     @property
     def ok(self) -> bool:
-        return self.verdict == "pass" or (self.verdict == "unstable" and self.unstable != "fail")
+        return self.verdict == "pass" or (self.verdict == "inconclusive" and self.inconclusive != "fail")
 
     def message(self) -> str:
         pair = self.pair
@@ -125,9 +125,11 @@ class PairRun:
     def latency(self, bench: TritonBench) -> PairLatency:
         """Measure the pair side by side and judge it against ``[baseline]``; the verdicts go into the bench's
         relative-budget table (VariantUnavailable where either side cannot run here)."""
+        from pytest_triton.bench.decision import LOOKS
         from pytest_triton.bench.interleave import measure_interleaved
         from pytest_triton.bench.relative import RelativeBudget
         from pytest_triton.bench.relative import evaluate_relative
+        from pytest_triton.bench.relative import until_decided
         from pytest_triton.bench.sampling import warm_up_shapes
 
         run, pair = self.run(), self.pair
@@ -148,14 +150,26 @@ class PairRun:
         policy = bench.policy
         if latency.window_ms is not None:
             policy = dataclasses.replace(policy, mode="time", window_ms=latency.window_ms)
-        # judged on the median of at least PAIRED_ROUNDS per-round ratios: with four or more, a median over the
-        # limit whose rounds disagree (a quarter of them within) is unstable, not a fail (bench.relative)
-        policy = dataclasses.replace(
-            policy,
-            stable_windows=max(policy.stable_windows, PAIRED_ROUNDS),
-            max_windows=max(policy.max_windows, 3 * PAIRED_ROUNDS),
-        )
+        policy = dataclasses.replace(policy, max_seconds=bench.verdict_seconds)
         clock = bench.clock or time.perf_counter_ns
+        source = f"--triton-baseline {pair.label}"
+        limit = {"p50_ms": limits.max_p50_ratio, "p99_ms": limits.max_p99_ratio}
+        budgets = {
+            metric: RelativeBudget(
+                pair.name,
+                pair.base_name,
+                metric,
+                hardware=bench.hardware,
+                source=source,
+                name=f"{pair.latency_item} {metric.removesuffix('_ms')}",
+                max_ratio=limit.get(metric),
+                min_ratio=limits.min_samples_per_s_ratio if metric == "samples_per_s" else None,
+            )
+            for metric in METRICS
+        }
+        # the latency run also decides samples/s where both are measured at one batch size
+        one_run = latency.throughput_batch_size == latency.batch_size
+        on_latency = [b for m, b in budgets.items() if m != "samples_per_s" or one_run]
         started = time.monotonic()
         runs = {
             "latency": measure_interleaved(
@@ -163,43 +177,34 @@ class PairRun:
                 batch_size=latency.batch_size,
                 policy=policy,
                 clock=clock,
+                looks=LOOKS,
+                decided=until_decided([b for b in on_latency if b.allowed_ratio() is not None], LOOKS),
             )
         }
-        if latency.throughput_batch_size != latency.batch_size:
+        if not one_run:
+            left = max(bench.verdict_seconds - (time.monotonic() - started), 1.0)
+            rate = budgets["samples_per_s"]
             runs["rate"] = measure_interleaved(
                 {k: own[latency.throughput_batch_size] for k, own in calls.items()},
                 batch_size=latency.throughput_batch_size,
-                policy=policy,
+                policy=dataclasses.replace(policy, max_seconds=left),
                 clock=clock,
+                looks=LOOKS,
+                decided=until_decided([rate] if rate.allowed_ratio() is not None else [], LOOKS),
             )
-        source = f"--triton-baseline {pair.label}"
-        limit = {"p50_ms": limits.max_p50_ratio, "p99_ms": limits.max_p99_ratio}
         results = []
-        for metric in METRICS:
-            budget = RelativeBudget(
-                hardware=bench.hardware,
-                variant=pair.name,
-                baseline=pair.base_name,
-                metric=metric,
-                source=source,
-                tolerance=0.0,
-                name=f"{pair.latency_item} {metric.removesuffix('_ms')}",
-                max_ratio=limit.get(metric),
-                min_ratio=limits.min_samples_per_s_ratio if metric == "samples_per_s" else None,
-            )
+        for metric, budget in budgets.items():
             interleaved = runs["rate"] if metric == "samples_per_s" and "rate" in runs else runs["latency"]
-            p50_ok, rate_ok, text = interleaved.pair_stability(pair.name, pair.base_name)
             results.append(
                 evaluate_relative(
                     budget,
                     interleaved.measurements[pair.name].stats(),
                     interleaved.measurements[pair.base_name].stats(),
-                    stable=rate_ok if metric == "samples_per_s" else p50_ok,
-                    stability=text,
+                    stability=interleaved.pair_stability(pair.name, pair.base_name)[2],
                     paired=interleaved.paired(pair.name, pair.base_name, metric),
                 )
             )
         settled = "; ".join(f"b={r.measurements[pair.name].batch_size}: {r.reason}" for r in runs.values())
         settled += f" ({time.monotonic() - started:.1f} s)"
         bench.relative.extend(results)
-        return PairLatency(pair, tuple(results), settled, bench.unstable)
+        return PairLatency(pair, tuple(results), settled, bench.inconclusive)

@@ -22,7 +22,7 @@ __all__ = ["MARKER", "VerdictRow", "render_verdict", "write_verdict"]
 
 MARKER = "<!-- pytest-triton verdict -->"
 
-_SYMBOL = {"pass": "✅ pass", "fail": "❌ FAIL", "unstable": "⚠️ unstable", "skipped": "➖ skipped"}
+_SYMBOL = {"pass": "✅ pass", "fail": "❌ FAIL", "inconclusive": "⚠️ INCONCLUSIVE", "skipped": "➖ skipped"}
 
 
 @final
@@ -52,13 +52,13 @@ class VerdictRow:
             verdicts.append("fail")
         if not verdicts:
             return "skipped"
-        for worst in ("fail", "unstable"):
+        for worst in ("fail", "inconclusive"):
             if worst in verdicts:
                 return worst
         return "pass"
 
     def cause(self) -> str:
-        """What decided a failing or unstable verdict, in words."""
+        """What decided a failing or inconclusive verdict, in words."""
         causes, unsettled = [], []
         if self.parity_ok is False:
             causes.append("parity")
@@ -68,10 +68,10 @@ class VerdictRow:
             for result in self.latency.judged:
                 if result.status in ("fail", "not-measured"):
                     causes.append(f"{_metric(result)} {result.status}")
-                elif result.status == "unstable":
+                elif result.status == "inconclusive":
                     unsettled.append(_metric(result))
         if unsettled:
-            causes.append(f"unstable: {', '.join(unsettled)}")
+            causes.append(f"inconclusive: {', '.join(unsettled)}")
         return "; ".join(causes)
 
 
@@ -80,14 +80,17 @@ def _metric(result: RelativeResult) -> str:
 
 
 def _figure(result: RelativeResult | None) -> str:
-    """``5.12 → 6.40 ms (1.25×, ≤ 1.10×)``, with ⚠️ where the rounds did not settle."""
+    """``5.12 → 6.40 ms (1.25× [1.21, 1.29], ≤ 1.10×) ❌``: the ratio, its interval, the limit and the outcome
+    (❌ FAIL, ⚠️ INCONCLUSIVE)."""
     if result is None or result.variant_value is None or result.baseline_value is None or result.ratio is None:
         return "–"
     unit = "/s" if result.budget.is_rate else " ms"
     limit = result.budget.allowed_ratio()
     bound = "" if limit is None else f", {'≥' if result.budget.is_rate else '≤'} {limit:.2f}×"
-    flag = {"fail": " ❌", "unstable": " ⚠️"}.get(result.status, "") if limit is not None else ""
-    return f"{result.baseline_value:.2f} → {result.variant_value:.2f}{unit} ({result.ratio:.3f}×{bound}){flag}"
+    flag = {"fail": " ❌", "inconclusive": " ⚠️"}.get(result.status, "") if limit is not None else ""
+    interval = "" if result.interval is None else f" [{result.interval[0]:.3f}, {result.interval[1]:.3f}]"
+    figures = f"{result.baseline_value:.2f} → {result.variant_value:.2f}{unit}"
+    return f"{figures} ({result.ratio:.3f}×{interval}{bound}){flag}"
 
 
 def _cell(text: str) -> str:
@@ -95,13 +98,13 @@ def _cell(text: str) -> str:
 
 
 def render_verdict(rows: Sequence[VerdictRow], *, base: str, head: str = "the working tree", where: str = "") -> str:
-    """The whole comment: the marker, a headline, the table and the notes (skips, unstable rounds)."""
+    """The whole comment: the marker, a headline, the table and the notes (skips, open answers)."""
     failed = [r for r in rows if r.verdict == "fail"]
-    unstable = [r for r in rows if r.verdict == "unstable"]
+    inconclusive = [r for r in rows if r.verdict == "inconclusive"]
     if failed:
         headline = f"❌ {len(failed)} of {len(rows)} variant(s) fail against {base}"
-    elif unstable:
-        headline = f"⚠️ no failure against {base}; {len(unstable)} measurement(s) did not settle"
+    elif inconclusive:
+        headline = f"⚠️ no failure against {base}; {len(inconclusive)} verdict(s) INCONCLUSIVE"
     else:
         headline = f"✅ every compared variant holds against {base}"
     lines = [MARKER, f"### pytest-triton: {head} against {base}", "", headline, ""]
@@ -116,7 +119,7 @@ def render_verdict(rows: Sequence[VerdictRow], *, base: str, head: str = "the wo
         if row.parity_ok is not None:
             parity = f"{'✅' if row.parity_ok else '❌'} {parity}"
         verdict = _SYMBOL[row.verdict]
-        if row.verdict in ("fail", "unstable") and row.cause():
+        if row.verdict in ("fail", "inconclusive") and row.cause():
             verdict += f": {row.cause()}"
         name = f"`{row.variant}`" + (f" ({row.contracts})" if len({r.contracts for r in rows}) > 1 else "")
         if row.verdict == "skipped":
@@ -125,11 +128,13 @@ def render_verdict(rows: Sequence[VerdictRow], *, base: str, head: str = "the wo
             continue
         figures = [_figure(results.get(m)) for m in ("p50_ms", "p99_ms", "samples_per_s")]
         lines.append("| " + " | ".join(_cell(c) for c in (name, *figures, parity, verdict)) + " |")
-        if row.latency is not None and row.latency.verdict == "unstable":
-            notes.append(f"- `{row.variant}`: unstable, not a pass: {row.latency.settled}")
+        if row.latency is not None and row.latency.verdict == "inconclusive":
+            notes.append(f"- `{row.variant}`: INCONCLUSIVE, neither a pass nor a fail: {row.latency.settled}")
         notes.extend(f"- `{row.variant}`: {note}" for note in row.notes)
     lines += ["", "Ratios are PR / base, the median of per-round ratios of base and PR measured in alternating"]
-    lines += ["windows on the same runner in one run (pytest --triton-baseline)." + (f" {where}" if where else "")]
+    lines += ["windows on the same runner in one run (pytest --triton-baseline). In brackets: the interval of that"]
+    lines += ["median (sign-test order statistics); a limit passes or fails only when the interval lies wholly on"]
+    lines += ["one side of it, else the answer is INCONCLUSIVE." + (f" {where}" if where else "")]
     if notes:
         lines += ["", *notes]
     return "\n".join(lines) + "\n"

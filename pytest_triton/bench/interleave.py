@@ -10,6 +10,11 @@ the ratio); with ``settle="all"`` each variant's own windows must settle too (wh
 Each variant gets a :class:`~pytest_triton.bench.sampling.Measurement` of its own: the samples of its last
 ``stable_windows`` windows, the wall time of those windows only (the other variants' windows are not counted in
 its throughput) and its own stability verdict.
+
+With ``decided`` (a relative budget's or a PR verdict's rule, :mod:`pytest_triton.bench.decision`), the run does
+not stop on settling: it is looked at only after the rounds listed in ``looks``, every round is paired, and it
+stops at the first look whose answer is no longer open, at the last look, or when the next look would not fit
+in ``policy.max_seconds`` (judged from the rounds so far): more rounds are measured only while the answer is open.
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ class Interleaved:
     reason: str
     threshold: float
     stable_windows: int
+    paired_rounds: int = 0  # the last rounds paired() compares; 0: the last stable_windows
 
     @property
     def baseline(self) -> str:
@@ -70,7 +76,7 @@ class Interleaved:
         round pairs windows measured under the same load; pooling all samples first would not (a mixture of slow
         and fast rounds has a median that drift moves).
         """
-        k = min(self.stable_windows, self.rounds)
+        k = min(self.paired_rounds or self.stable_windows, self.rounds)
         ratios, differences = [], []
         for mine, theirs in zip(self.measurements[variant].windows[-k:], self.measurements[baseline].windows[-k:]):
             if metric == "samples_per_s":
@@ -104,6 +110,8 @@ def measure_interleaved(
     clock: Clock = time.perf_counter_ns,
     warmed: Mapping[str, WarmupRecord] | None = None,
     on_boundary: Callable[[str], object] | None = None,
+    looks: Sequence[int] = (),
+    decided: Callable[[Interleaved], bool] | None = None,
 ) -> Interleaved:
     """Measure every variant of ``calls`` (name → one request) in alternating windows until settled or bounded.
 
@@ -112,6 +120,8 @@ def measure_interleaved(
     ``on_boundary(name)`` is called before a variant's first window and after each of its windows, outside the
     timed windows (to snapshot server statistics; a variant's deltas then span the other variants' windows too,
     so variants measured together should not share a server's models).
+    ``decided`` (with ``looks``, ascending round counts) says whether the answer is settled at a look; it replaces
+    the settling rule and ``policy.max_windows`` (see the module's docstring).
     """
     if not calls:
         raise ConfigError("measure_interleaved() needs at least one variant in calls")
@@ -127,12 +137,34 @@ def measure_interleaved(
         for name in names:
             on_boundary(name)
     rounds = 0
+    if decided is not None and not looks:
+        raise ConfigError("measure_interleaved(decided=...) needs the rounds to look at: looks=(9, 18, ...)")
     while True:
         for name in names:
             windows[name].append(run_window(calls[name], policy, batch_size, clock))
             if on_boundary is not None:
                 on_boundary(name)
         rounds += 1
+        if decided is not None:
+            if rounds not in looks:
+                continue
+            look = list(looks).index(rounds) + 1
+            stable = decided(_gathered(windows, names, rounds, True, "", policy, batch_size, warmed, rounds))
+            if stable:
+                reason = f"decided at look {look} of {len(looks)} ({rounds} rounds)"
+                break
+            if look == len(looks):
+                reason = f"still open at the last look ({rounds} rounds)"
+                break
+            spent = clock() - begin
+            needed = spent / rounds * looks[look]
+            if max_ns is not None and needed > max_ns:
+                reason = (
+                    f"still open after {rounds} rounds ({spent / 1e9:.1f} s); the next look at {looks[look]} rounds "
+                    f"would take about {needed / 1e9:.1f} s, over max_seconds={policy.max_seconds:g}"
+                )
+                break
+            continue
         stable, text = _settled(windows, names, k, policy.threshold, settle)
         if stable:
             reason = f"settled after {rounds} rounds; {text}"
@@ -143,6 +175,23 @@ def measure_interleaved(
         if max_ns is not None and clock() - begin >= max_ns:
             reason = f"unsettled: max_seconds={policy.max_seconds:g} reached after {rounds} rounds; {text}"
             break
+    paired_rounds = rounds if decided is not None else 0
+    return _gathered(windows, names, rounds, stable, reason, policy, batch_size, warmed, paired_rounds)
+
+
+def _gathered(
+    windows: Mapping[str, list[Window]],
+    names: Sequence[str],
+    rounds: int,
+    stable: bool,
+    reason: str,
+    policy: WindowPolicy,
+    batch_size: int,
+    warmed: Mapping[str, WarmupRecord] | None,
+    paired_rounds: int,
+) -> Interleaved:
+    """Each variant's measurement of its last ``stable_windows`` windows, and how the run ended."""
+    k = policy.stable_windows
     measurements = {}
     for name in names:
         own = windows[name]
@@ -158,7 +207,7 @@ def measure_interleaved(
             windows=tuple(own),
             warmup=(warmed or {}).get(name, WarmupRecord()),
         )
-    return Interleaved(measurements, rounds, stable, reason, policy.threshold, k)
+    return Interleaved(measurements, rounds, stable, reason, policy.threshold, k, paired_rounds)
 
 
 def _settled(

@@ -18,20 +18,30 @@ The tolerance (the hardware's unless the entry sets its own) widens a limit as f
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import statistics
+from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import Literal
 from typing import final
 
+from pytest_triton.bench.decision import LOOKS
+from pytest_triton.bench.decision import Decision
+from pytest_triton.bench.decision import decide
 from pytest_triton.bench.stats import PERCENTILES
 from pytest_triton.bench.stats import LatencyStats
 
-__all__ = ["RELATIVE_METRICS", "RelativeBudget", "RelativeResult", "evaluate_relative"]
+if TYPE_CHECKING:
+    from pytest_triton.bench.interleave import Interleaved
+
+__all__ = ["RELATIVE_METRICS", "RelativeBudget", "RelativeResult", "evaluate_relative", "judge_rounds", "until_decided"]
 
 RELATIVE_METRICS: tuple[str, ...] = (*(f"p{p}_ms" for p in PERCENTILES), "samples_per_s")
-RelativeStatus = Literal["pass", "fail", "unstable", "not-measured"]
+RelativeStatus = Literal["pass", "fail", "inconclusive", "not-measured"]
 
 
 @final
@@ -39,12 +49,12 @@ RelativeStatus = Literal["pass", "fail", "unstable", "not-measured"]
 class RelativeBudget:
     """``variant``'s ``metric`` against ``baseline``'s, on one hardware."""
 
-    hardware: str
     variant: str
     baseline: str
     metric: str
-    source: str
-    tolerance: float
+    hardware: str = ""  # "" in a contracts file's [[latency.relative]]: whatever hardware the run is on
+    source: str = ""
+    tolerance: float = 0.0
     max_ratio: float | None = None
     max_added_ms: float | None = None
     min_ratio: float | None = None
@@ -58,11 +68,6 @@ class RelativeBudget:
     @property
     def is_rate(self) -> bool:
         return self.metric == "samples_per_s"
-
-    @property
-    def batch_size_key(self) -> Literal["batch_size", "throughput_batch_size"]:
-        """Which of the hardware's batch sizes this metric is measured at."""
-        return "throughput_batch_size" if self.is_rate else "batch_size"
 
     def allowed_ratio(self) -> float | None:
         if self.is_rate:
@@ -90,18 +95,20 @@ class RelativeBudget:
 @final
 @dataclass(frozen=True)
 class RelativeResult:
-    """A relative budget against two side-by-side measurements: both numbers, the ratio and the verdict."""
+    """A relative budget against two side-by-side measurements: both figures, the paired ratio, its interval and
+    the outcome (:mod:`pytest_triton.bench.decision`)."""
 
     budget: RelativeBudget
     status: RelativeStatus
     reason: str
     variant_value: float | None = None
     baseline_value: float | None = None
-    stable: bool = True
     stability: str = ""
     paired_ratio: float | None = None
     paired_added: float | None = None
     rounds: int = 0
+    interval: tuple[float, float] | None = None  # of the median per-round ratio
+    confidence: float = 0.0  # of ``interval``
 
     @property
     def ratio(self) -> float | None:
@@ -123,17 +130,22 @@ class RelativeResult:
 
     @property
     def failed(self) -> bool:
-        return self.status in ("fail", "unstable")
+        return self.status == "fail"
+
+    def interval_text(self) -> str:
+        """``[1.012, 1.071]×``, or ``-`` without one."""
+        return "-" if self.interval is None else f"[{self.interval[0]:.3f}, {self.interval[1]:.3f}]×"
 
     def figures(self) -> str:
-        """``16.50 vs 15.90 ms: 1.038× (+0.60 ms)``."""
+        """``16.50 vs 15.90 ms; paired per round: 1.038× [1.012, 1.071]× (+0.60 ms), median of 18``."""
         if self.ratio is None or self.added is None or self.baseline_value is None or self.variant_value is None:
             return "not measured"
         unit = "/s" if self.budget.is_rate else " ms"
         added = f"{self.added:+.2f}{unit}"
         both = f"{self.variant_value:.2f} vs {self.baseline_value:.2f}{unit}"
         if self.paired_ratio is not None:
-            return f"{both}; paired per round: {self.ratio:.3f}× ({added}), median of {self.rounds}"
+            interval = f" {self.interval_text()} ({self.confidence:.1%})" if self.interval else ""
+            return f"{both}; paired per round: {self.ratio:.3f}×{interval} ({added}), median of {self.rounds}"
         return f"{both}: {self.ratio:.3f}× ({added})"
 
     def as_dict(self) -> dict[str, Any]:
@@ -144,10 +156,11 @@ class RelativeResult:
             "variant_value": self.variant_value,
             "baseline_value": self.baseline_value,
             "ratio": self.ratio,
+            "ratio_interval": list(self.interval) if self.interval else None,
+            "confidence": self.confidence,
             "added": self.added,
             "paired": self.paired_ratio is not None,
             "rounds": self.rounds,
-            "stable": self.stable,
             "stability": self.stability,
         }
 
@@ -158,85 +171,97 @@ def _value(stats: LatencyStats, metric: str) -> float:
     return stats.percentile_ms(int(metric[1:-3]))
 
 
+def judge_rounds(
+    budget: RelativeBudget, paired: tuple[Sequence[float], Sequence[float]], *, looks: int = len(LOOKS)
+) -> tuple[Decision, str]:
+    """The outcome of ``budget`` on per-round ratios and differences, and the limits it was held to in words.
+
+    A percentile within its ratio *or* its added milliseconds passes when either interval is wholly within its
+    limit, and fails only when both lie wholly beyond theirs."""
+    ratios, differences = paired
+    allowed_ratio, allowed_ms = budget.allowed_ratio(), budget.allowed_added_ms()
+    if budget.is_rate:
+        limit = allowed_ratio if allowed_ratio is not None else -math.inf
+        text = f"≥ {allowed_ratio:.3f}×" if allowed_ratio is not None else "no limit"
+        return decide(ratios, limit, higher_is_better=True, looks=looks), text
+    judged = []
+    if allowed_ratio is not None:
+        judged.append((decide(ratios, allowed_ratio, looks=looks), f"≤ {allowed_ratio:.3f}×"))
+    if allowed_ms is not None:
+        judged.append((decide(differences, allowed_ms, looks=looks), f"≤ +{allowed_ms:.2f} ms"))
+    if not judged:
+        return decide(ratios, math.inf, looks=looks), "no limit"
+    text = " or ".join(limit for _, limit in judged)
+    outcomes = {d.outcome for d, _ in judged}
+    shown = judged[0][0]  # the ratio's interval is the one reported where both are judged
+    if "pass" in outcomes:
+        return dataclasses.replace(shown, outcome="pass"), text
+    if outcomes == {"fail"}:
+        return shown, text
+    return dataclasses.replace(shown, outcome="inconclusive"), text
+
+
 def evaluate_relative(
     budget: RelativeBudget,
     variant: LatencyStats | None,
     baseline: LatencyStats | None,
     *,
-    stable: bool = True,
-    stability: str = "",
     paired: tuple[Sequence[float], Sequence[float]] | None = None,
+    stability: str = "",
+    looks: int = len(LOOKS),
 ) -> RelativeResult:
     """Hold ``variant``'s figure to ``budget`` against ``baseline``'s (both from one interleaved measurement).
 
-    ``paired`` holds the per-round ratios and differences (:meth:`Interleaved.paired`): when given, their
-    medians are judged (drift cancels within a round); the two pooled figures are still reported. ``stable``
-    says whether the per-round ratio settled (perf_analyzer's 10% rule on the ratio, not on the absolute
-    numbers); a ratio within budget that never settled is ``unstable``; one over budget fails, except where the
-    rounds did not settle and their most favourable quartile is within budget: then the rounds disagree about
-    the verdict, and the result is ``unstable`` too (a fail needs three rounds in four over the limit).
+    ``paired`` holds the per-round ratios and differences (:meth:`Interleaved.paired`); the outcome is
+    :func:`judge_rounds`' on them (``looks``: how many looks share the error rate), and without them the result
+    is inconclusive: a ratio of two pooled figures says nothing of how sure it is. The pooled figures are
+    reported beside the paired ratio.
     """
     if variant is None or baseline is None:
         missing = budget.variant if variant is None else budget.baseline
         return RelativeResult(budget, "not-measured", f"{missing!r} was not measured side by side in this run")
     mine, theirs = _value(variant, budget.metric), _value(baseline, budget.metric)
-    pairs: dict[str, Any] = {}
-    if paired is not None and paired[0]:
-        pairs = {
-            "paired_ratio": statistics.median(paired[0]),
-            "paired_added": statistics.median(paired[1]),
-            "rounds": len(paired[0]),
-        }
-    result = RelativeResult(budget, "pass", "", mine, theirs, stable, stability, **pairs)
-    ratio, added = result.ratio, result.added
-    if ratio is None or added is None:
+    if not theirs and not (paired and paired[0]):
         return RelativeResult(budget, "fail", f"{budget.baseline!r} {budget.metric} is 0: no ratio", mine, theirs)
-    ok = _within(budget, ratio, added)
-    if budget.is_rate:
-        allowed_ratio = budget.allowed_ratio()
-        limit = f"≥ {allowed_ratio:.3f}×" if allowed_ratio is not None else "no limit"
-        text = f"{budget.metric} {result.figures()} {'' if ok else 'not '}{limit}"
-    else:
-        limits = []
-        if budget.allowed_ratio() is not None:
-            limits.append(f"{budget.allowed_ratio():.3f}×")
-        if budget.allowed_added_ms() is not None:
-            limits.append(f"+{budget.allowed_added_ms():.2f} ms")
-        text = f"{budget.metric} {result.figures()} {'within' if ok else 'over'} {' or '.join(limits) or 'no limit'}"
-    quartile = _favourable_quartile(budget, paired) if not ok and not stable else None
-    if quartile is not None and _within(budget, *quartile):
-        status: RelativeStatus = "unstable"
-        text = (
-            f"over budget by the median of rounds, within it for at least a quarter of them ({quartile[0]:.3f}×), "
-            f"and the ratio did not settle: inconclusive; {text}"
-        )
-    elif not ok:
-        status = "fail"
-    elif not stable:
-        status = "unstable"
-        text = f"within budget but the ratio did not settle; {text}"
-    else:
-        status = "pass"
-    return RelativeResult(budget, status, text, mine, theirs, stable, stability, **pairs)
+    if not paired or not paired[0]:
+        reason = f"{budget.metric} {mine:.3f} vs {theirs:.3f}: no paired rounds to judge on: inconclusive"
+        return RelativeResult(budget, "inconclusive", reason, mine, theirs, stability)
+    decision, limits = judge_rounds(budget, paired, looks=looks)
+    result = RelativeResult(
+        budget,
+        decision.outcome,
+        "",
+        mine,
+        theirs,
+        stability,
+        paired_ratio=statistics.median(paired[0]),
+        paired_added=statistics.median(paired[1]),
+        rounds=len(paired[0]),
+        interval=decision.interval,
+        confidence=decision.confidence,
+    )
+    said = {
+        "pass": "within",
+        "fail": "beyond",
+        "inconclusive": "neither within nor beyond",
+    }[decision.outcome]
+    reason = f"{budget.metric} {result.figures()}: {said} {limits}"
+    if decision.interval is None:
+        reason += f"; {decision.describe()}"
+    return dataclasses.replace(result, reason=reason)
 
 
-def _within(budget: RelativeBudget, ratio: float, added: float) -> bool:
-    """Whether a ratio (and difference) keeps to the budget: a rate at least its ratio; a percentile within its
-    ratio or its added milliseconds, whichever allows more."""
-    allowed_ratio, allowed_ms = budget.allowed_ratio(), budget.allowed_added_ms()
-    if budget.is_rate:
-        return allowed_ratio is None or ratio >= allowed_ratio
-    passes = [ratio <= allowed_ratio] if allowed_ratio is not None else []
-    passes += [added <= allowed_ms] if allowed_ms is not None else []
-    return any(passes) if passes else True
+def until_decided(budgets: Sequence[RelativeBudget], looks: Sequence[int] = LOOKS) -> Callable[[Interleaved], bool]:
+    """The ``decided`` of :func:`~pytest_triton.bench.interleave.measure_interleaved` for ``budgets``: true once
+    none of them is open any more (a budget whose variants are not in the run is not waited for)."""
 
+    def decided(run: Interleaved) -> bool:
+        for budget in budgets:
+            if budget.variant not in run.measurements or budget.baseline not in run.measurements:
+                continue
+            paired = run.paired(budget.variant, budget.baseline, budget.metric)
+            if judge_rounds(budget, paired, looks=len(looks))[0].outcome == "inconclusive":
+                return False
+        return True
 
-def _favourable_quartile(
-    budget: RelativeBudget, paired: tuple[Sequence[float], Sequence[float]] | None
-) -> tuple[float, float] | None:
-    """The per-round ratio and difference a quarter of the rounds are better than (the lower quartile for a
-    percentile, the upper one for a rate); None without at least four paired rounds."""
-    if paired is None or len(paired[0]) < 4:
-        return None
-    ratios, diffs = (statistics.quantiles(values, n=4, method="inclusive") for values in paired)
-    return (ratios[2], diffs[2]) if budget.is_rate else (ratios[0], diffs[0])
+    return decided

@@ -156,7 +156,7 @@ def _row(result: VariantResult) -> list[str]:
 def _relative_row(r: RelativeResult) -> list[str]:
     b = r.budget
     unit = "/s" if b.is_rate else " ms"
-    ratio = "-" if r.ratio is None else f"{r.ratio:.3f}×"
+    ratio = "-" if r.ratio is None else f"{r.ratio:.3f}×" + ("" if r.interval is None else f" {r.interval_text()}")
     added = "-" if r.added is None else f"{r.added:+.2f}{unit}"
     mine = "-" if r.variant_value is None else f"{b.variant} {r.variant_value:.2f}{unit}"
     theirs = "-" if r.baseline_value is None else f"{b.baseline} {r.baseline_value:.2f}{unit}"

@@ -91,11 +91,12 @@ def _relative(data: Mapping[str, Any]) -> RelativeResult:
         reason=data["reason"],
         variant_value=data.get("variant_value"),
         baseline_value=data.get("baseline_value"),
-        stable=data.get("stable", True),
         stability=data.get("stability", ""),
         paired_ratio=data.get("ratio") if paired else None,
         paired_added=data.get("added") if paired else None,
         rounds=data.get("rounds", 0),
+        interval=tuple(data["ratio_interval"]) if data.get("ratio_interval") else None,
+        confidence=data.get("confidence", 0.0),
     )
 
 

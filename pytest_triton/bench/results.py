@@ -210,8 +210,8 @@ def _failures(result: VariantResult, unstable: UnstablePolicy) -> list[str]:
     return lines
 
 
-def _relative_failures(result: RelativeResult, unstable: UnstablePolicy) -> list[str]:
-    if not (result.status == "fail" or (result.status == "unstable" and unstable == "fail")):
+def _relative_failures(result: RelativeResult, inconclusive: UnstablePolicy) -> list[str]:
+    if not (result.status == "fail" or (result.status == "inconclusive" and inconclusive == "fail")):
         return []
     b = result.budget
     lines = [f"relative budget {result.status}: {b.label} on {b.hardware!r}: {result.reason}"]
@@ -222,15 +222,20 @@ def _relative_failures(result: RelativeResult, unstable: UnstablePolicy) -> list
 
 
 def assert_contracts(
-    results: Sequence[VariantResult], relative: Sequence[RelativeResult] = (), *, unstable: UnstablePolicy = "warn"
+    results: Sequence[VariantResult],
+    relative: Sequence[RelativeResult] = (),
+    *,
+    unstable: UnstablePolicy = "warn",
+    inconclusive: UnstablePolicy = "warn",
 ) -> None:
     """Fail once, listing every variant over its budget and every relative budget not met.
 
     An unstable measurement within budget fails only with ``unstable="fail"``; over budget it fails always.
+    An INCONCLUSIVE relative budget fails only with ``inconclusive="fail"``.
     Report-only, skipped and not-measured results pass (they are shown in the report as what they are).
     """
     __tracebackhide__ = True
     lines = [line for r in results for line in _failures(r, unstable)]
-    lines += [line for r in relative for line in _relative_failures(r, unstable)]
+    lines += [line for r in relative for line in _relative_failures(r, inconclusive)]
     if lines:
         raise AssertionError("\n".join(lines))

@@ -8,6 +8,7 @@ through a fixture; the terminal summary prints :meth:`TritonBench.summary_lines`
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 from collections.abc import Hashable
 from collections.abc import Mapping
@@ -27,6 +28,8 @@ from pytest_triton.bench.budgets import HardwarePolicy
 from pytest_triton.bench.budgets import load_budgets
 from pytest_triton.bench.calibrated import CALIBRATION
 from pytest_triton.bench.calibrated import measure_calibrated
+from pytest_triton.bench.decision import LOOKS
+from pytest_triton.bench.decision import VERDICT_SECONDS
 from pytest_triton.bench.engine import Calibration
 from pytest_triton.bench.engine import Engine
 from pytest_triton.bench.interleave import Interleaved
@@ -35,8 +38,10 @@ from pytest_triton.bench.interleave import measure_interleaved
 from pytest_triton.bench.parity_record import ParityRecord
 from pytest_triton.bench.provenance import collect_provenance
 from pytest_triton.bench.provenance import load_average
+from pytest_triton.bench.relative import RelativeBudget
 from pytest_triton.bench.relative import RelativeResult
 from pytest_triton.bench.relative import evaluate_relative
+from pytest_triton.bench.relative import until_decided
 from pytest_triton.bench.report import ReportData
 from pytest_triton.bench.report import table_lines
 from pytest_triton.bench.report import write_report
@@ -60,6 +65,7 @@ from pytest_triton.bench.server_stats import fetch_statistics
 from pytest_triton.bench.server_stats import stats_delta
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ServerError
+from pytest_triton.errors import TritonInconclusiveWarning
 
 __all__ = ["LateNote", "TritonBench"]
 
@@ -84,7 +90,8 @@ class TritonBench:
 
     ``hardware`` is the budget key (default :func:`pytest_triton.hardware.hardware_key`); ``budgets`` the loaded
     budget file (None: every variant is report-only); ``unstable`` what an unstable measurement within budget
-    does (``warn``: reported, passes; ``fail``).
+    does (``warn``: reported, passes; ``fail``); ``inconclusive`` what an INCONCLUSIVE relative budget does
+    (``warn`` or ``fail``), after at most ``verdict_seconds`` of measurement.
     """
 
     def __init__(
@@ -95,6 +102,8 @@ class TritonBench:
         policy: WindowPolicy | None = None,
         clock: Clock | None = None,
         unstable: UnstablePolicy = "warn",
+        inconclusive: UnstablePolicy = "warn",
+        verdict_seconds: float = VERDICT_SECONDS,
     ) -> None:
         if hardware is None:
             from pytest_triton.hardware import hardware_key
@@ -106,6 +115,8 @@ class TritonBench:
         self.policy = policy or WindowPolicy()
         self.clock = clock
         self.unstable: UnstablePolicy = unstable
+        self.inconclusive: UnstablePolicy = inconclusive
+        self.verdict_seconds = verdict_seconds
         self.results: list[VariantResult] = []
         self.relative: list[RelativeResult] = []
         self.parity: list[ParityRecord] = []
@@ -166,6 +177,8 @@ class TritonBench:
         *,
         required: bool = True,
         unstable: str = "warn",
+        inconclusive: str = "warn",
+        verdict_seconds: float = VERDICT_SECONDS,
     ) -> TritonBench:
         """Build from ``--triton-budgets``, ``--triton-hardware`` and ``--triton-unstable``.
 
@@ -175,10 +188,21 @@ class TritonBench:
         if unstable not in UNSTABLE_CHOICES:
             choices = " or ".join(UNSTABLE_CHOICES)
             raise ConfigError(f"triton_unstable={unstable!r}: expected {choices} (what an unstable measurement does)")
+        if inconclusive not in UNSTABLE_CHOICES:
+            choices = " or ".join(UNSTABLE_CHOICES)
+            raise ConfigError(f"triton_inconclusive={inconclusive!r}: expected {choices} (what an open verdict does)")
+        if not verdict_seconds > 0:
+            raise ConfigError(f"triton_verdict_seconds={verdict_seconds!r}: expected > 0 (seconds of measurement)")
         budgets = None
         if budgets_path is not None and (required or Path(budgets_path).is_file()):
             budgets = load_budgets(budgets_path)
-        return cls(hardware=hardware, budgets=budgets, unstable=unstable)
+        return cls(
+            hardware=hardware,
+            budgets=budgets,
+            unstable=unstable,
+            inconclusive=inconclusive,
+            verdict_seconds=verdict_seconds,
+        )
 
     def add(self, result: VariantResult, *, late: LateNote | None = None) -> VariantResult:
         """Record ``result``; ``late`` is read at the session's end, its note replacing its placeholder."""
@@ -375,8 +399,16 @@ class TritonBench:
             if name in with_http:
                 snapshots[name].append(fetch_statistics(with_http[name][0]))
 
+        judged = self.budgets.relative_budgets(self.hardware, set(calls)) if self.budgets is not None else ()
         latency = measure_interleaved(
-            calls, batch_size=batch, policy=policy, settle=settle, warmed=warmed, on_boundary=snapshot, **clock
+            calls,
+            batch_size=batch,
+            policy=self._looked(policy, judged),
+            settle=settle,
+            warmed=warmed,
+            on_boundary=snapshot,
+            **self._looks([b for b in judged if not b.is_rate]),
+            **clock,
         )
         splits: dict[str, ServerSplit] = {}
         kept = min(policy.stable_windows, latency.rounds)
@@ -385,7 +417,14 @@ class TritonBench:
                 splits[name] = stats_delta(taken[-kept - 1], taken[-1], models=models[name])
         rate = None
         if throughput_calls:
-            rate = measure_interleaved(throughput_calls, batch_size=rate_batch, policy=policy, settle=settle, **clock)
+            rate = measure_interleaved(
+                throughput_calls,
+                batch_size=rate_batch,
+                policy=self._looked(policy, judged),
+                settle=settle,
+                **self._looks([b for b in judged if b.is_rate]),
+                **clock,
+            )
         names = list(calls)
         results = []
         for name in names:
@@ -419,6 +458,15 @@ class TritonBench:
         self.relative.extend(relative)
         return SideBySide(tuple(results), tuple(relative), settled)
 
+    def _looked(self, policy: WindowPolicy, judged: Sequence[RelativeBudget]) -> WindowPolicy:
+        """Where relative budgets are judged, the measurement is bounded by the verdict's time budget."""
+        return dataclasses.replace(policy, max_seconds=self.verdict_seconds) if judged else policy
+
+    @staticmethod
+    def _looks(judged: Sequence[RelativeBudget]) -> dict[str, Any]:
+        """measure_interleaved's looks and stop rule for ``judged`` (none: it stops when it settles)."""
+        return {"looks": LOOKS, "decided": until_decided(judged, LOOKS)} if judged else {}
+
     def _relative(
         self, latency: Interleaved, rate: Interleaved | None, results: Sequence[VariantResult]
     ) -> list[RelativeResult]:
@@ -431,7 +479,6 @@ class TritonBench:
             if run is None:
                 out.append(evaluate_relative(budget, None, None))
                 continue
-            p50_ok, rate_ok, text = run.pair_stability(budget.variant, budget.baseline)
             mine, theirs = (by_name[budget.variant], by_name[budget.baseline])
             stats = (mine.throughput, theirs.throughput) if budget.is_rate else (mine.latency, theirs.latency)
             out.append(
@@ -439,8 +486,7 @@ class TritonBench:
                     budget,
                     stats[0],
                     stats[1],
-                    stable=rate_ok if budget.is_rate else p50_ok,
-                    stability=text,
+                    stability=run.pair_stability(budget.variant, budget.baseline)[2],
                     paired=run.paired(budget.variant, budget.baseline, budget.metric),
                 )
             )
@@ -465,14 +511,18 @@ class TritonBench:
         """Assert ``result`` (one variant, or a side-by-side run with its relative budgets) is within budget.
 
         Report-only results pass; an unstable one within budget fails only under ``triton_unstable = fail``
-        (``allow_unstable`` overrides the session's choice).
+        (``allow_unstable`` overrides the session's choice); an INCONCLUSIVE relative budget warns
+        (:class:`~pytest_triton.errors.TritonInconclusiveWarning`), or fails under ``triton_inconclusive = fail``.
         """
         __tracebackhide__ = True
         unstable: UnstablePolicy = self.unstable
         if allow_unstable is not None:
             unstable = "warn" if allow_unstable else "fail"
         if isinstance(result, SideBySide):
-            assert_contracts(result.variants, result.relative, unstable=unstable)
+            assert_contracts(result.variants, result.relative, unstable=unstable, inconclusive=self.inconclusive)
+            for open_answer in (r for r in result.relative if r.status == "inconclusive"):
+                text = f"relative budget INCONCLUSIVE: {open_answer.budget.label}: {open_answer.reason}"
+                warnings.warn(TritonInconclusiveWarning(text), stacklevel=2)
         else:
             assert_contracts([result], unstable=unstable)
 

@@ -28,6 +28,7 @@ from pytest_triton.bench.report import short_verdict
 from pytest_triton.bench.results import VariantResult
 
 if TYPE_CHECKING:
+    from pytest_triton.bench.relative import RelativeResult
     from pytest_triton.bench.report import ReportData
 
 __all__ = ["render"]
@@ -41,6 +42,7 @@ _VERDICT_COLORS = {
     "PASS": "#2ca02c",
     "FAIL": "#d62728",
     "UNSTABLE": "#ff7f0e",
+    "INCONCLUSIVE": "#ff7f0e",
     "REPORT-ONLY": "#4c6a8a",
     "NOT-COMPARABLE": "#8a6d3b",
     "SKIPPED": "#7f7f7f",
@@ -244,6 +246,15 @@ def _throughput_panel(canvas: _Canvas, results: Sequence[VariantResult]) -> None
     canvas.y = bottom + 30
 
 
+def _relative_figures(r: RelativeResult) -> str:
+    """``0.610× [0.590, 0.630]× (99.5%, 9 rounds), 10.00 vs 16.00 ms``: the ratio and how sure, in one short line."""
+    if r.ratio is None or r.variant_value is None or r.baseline_value is None:
+        return "not measured"
+    unit = "/s" if r.budget.is_rate else " ms"
+    sure = f" {r.interval_text()} ({r.confidence:.1%}, {r.rounds} rounds)" if r.interval is not None else ""
+    return f"{r.ratio:.3f}×{sure}, {r.variant_value:.2f} vs {r.baseline_value:.2f}{unit}"
+
+
 def _relative_panel(canvas: _Canvas, data: ReportData) -> None:
     if not data.relative:
         return
@@ -251,6 +262,7 @@ def _relative_panel(canvas: _Canvas, data: ReportData) -> None:
     labels = [r.budget.label for r in data.relative]
     x0, x1, xv = _columns(labels)
     highs = [r.ratio or 0.0 for r in data.relative] + [r.budget.allowed_ratio() or 0.0 for r in data.relative]
+    highs += [r.interval[1] for r in data.relative if r.interval is not None]
     axis = _Axis(x0, x1, max([*highs, 1.0]))
     top = canvas.y + 8
     row_h = 36
@@ -268,7 +280,12 @@ def _relative_panel(canvas: _Canvas, data: ReportData) -> None:
             canvas.rect(axis.x(limit) - 0.75, y + 2, 1.5, 20, "#d62728")
         if r.ratio is not None:
             canvas.rect(x0, y + 6, axis.x(r.ratio) - x0, 9, "#4c78a8", 0.85, title=f"{r.ratio:.3f}×")
-        canvas.text(x0 + 2, y + 33, f"{r.figures()}; budget {r.budget.describe()}", size=9, color="#555")
+        if r.interval is not None:  # the interval the outcome rests on, as a whisker across the bar's end
+            low, high = (axis.x(v) for v in r.interval)
+            canvas.line(low, y + 10.5, high, y + 10.5, color="#222")
+            canvas.line(low, y + 6, low, y + 15, color="#222")
+            canvas.line(high, y + 6, high, y + 15, color="#222")
+        canvas.text(x0 + 2, y + 33, f"{_relative_figures(r)}; budget {r.budget.describe()}", size=9, color="#555")
     canvas.y = bottom + 30
 
 

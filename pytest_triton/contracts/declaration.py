@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_triton.bench.relative import RelativeBudget
 from pytest_triton.bench.stats import PERCENTILES
 from pytest_triton.config.toml import KeyPath
 from pytest_triton.config.toml import TomlDocument
@@ -41,7 +42,6 @@ from pytest_triton.contracts.spec import LabelCheck
 from pytest_triton.contracts.spec import Latency
 from pytest_triton.contracts.spec import OutputCheck
 from pytest_triton.contracts.spec import Reference
-from pytest_triton.contracts.spec import RelativeBudget
 from pytest_triton.contracts.spec import TensorRule
 from pytest_triton.contracts.spec import Variant
 from pytest_triton.contracts.spec import precision_tolerance
@@ -313,7 +313,10 @@ def _latency(read: TableReader, data: Any, variants: Mapping[str, Variant], refe
             raise read.bad((*at, "percentile"), percentile, f"one of {', '.join(map(str, PERCENTILES))}")
         if pair["variant"] == pair["baseline"]:
             raise read.bad((*at, "baseline"), pair["baseline"], "another variant than `variant` (compared with it)")
-        relative.append(RelativeBudget(pair["variant"], pair["baseline"], ratio, percentile))
+        name = f"{pair['variant']}/{pair['baseline']}"
+        relative.append(
+            RelativeBudget(pair["variant"], pair["baseline"], f"p{percentile}_ms", max_ratio=ratio, name=name)
+        )
     return Latency(
         variants=read.names(data, (*keys, "variants"), timed) or tuple(variants),
         batch_size=read.integer(data, (*keys, "batch_size"), 1, maximum=MAX_BATCH_SIZE),

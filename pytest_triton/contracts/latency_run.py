@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from typing import Any
 from typing import final
 
+from pytest_triton.bench.decision import VERDICT_SECONDS
 from pytest_triton.client.transports import Transport
 from pytest_triton.contracts.parity_run import ContractRun
 from pytest_triton.contracts.samples import batch_of
@@ -29,10 +30,10 @@ from pytest_triton.contracts.samples import select_inputs
 from pytest_triton.contracts.serving import batching
 from pytest_triton.contracts.serving import inference_protocol
 from pytest_triton.contracts.spec import Latency
-from pytest_triton.contracts.spec import RelativeBudget
 
 if TYPE_CHECKING:
     from pytest_triton.bench.budgets import BudgetFile
+    from pytest_triton.bench.relative import RelativeBudget
     from pytest_triton.bench.relative import RelativeResult
     from pytest_triton.bench.results import UnstablePolicy
     from pytest_triton.bench.results import VariantResult
@@ -225,7 +226,7 @@ class RelativeOutcome:
     declared: RelativeResult
     from_budgets: tuple[RelativeResult, ...]
     settled: str  # how the interleaved measurement ended
-    unstable: UnstablePolicy = "warn"
+    inconclusive: UnstablePolicy = "warn"
 
     @property
     def results(self) -> tuple[RelativeResult, ...]:
@@ -233,17 +234,22 @@ class RelativeOutcome:
 
     @property
     def ok(self) -> bool:
-        """Over budget fails; within budget but unsettled fails only under ``unstable = "fail"``."""
-        return not any(r.status == "fail" or (r.status == "unstable" and self.unstable == "fail") for r in self.results)
+        """A FAIL fails; an INCONCLUSIVE fails only under ``inconclusive = "fail"``."""
+        return not any(
+            r.status == "fail" or (r.status == "inconclusive" and self.inconclusive == "fail") for r in self.results
+        )
+
+    @property
+    def open(self) -> tuple[RelativeResult, ...]:
+        """The inconclusive results (a warning each under ``inconclusive = "warn"``)."""
+        return tuple(r for r in self.results if r.status == "inconclusive")
 
     def message(self) -> str:
         rule, result = self.rule, self.declared
-        p = f"p{rule.percentile}"
-        verdict = "holds" if self.ok else "FAILED"
         ratio = "n/a" if result.ratio is None else f"{result.ratio:.3f}"
         lines = [
-            f"relative latency {verdict}: {rule.variant!r} {p} / {rule.baseline!r} {p} = {ratio} "
-            f"(budget <= {rule.max_ratio:g}); {result.status}: {result.reason}",
+            f"relative latency {result.status.upper()}: {rule.variant!r} / {rule.baseline!r} {rule.metric} = {ratio} "
+            f"{result.interval_text()} (budget <= {rule.max_ratio:g}): {result.reason}",
             f"interleaved measurement: {self.settled}",
         ]
         lines += [f"budget file: {r.budget.label}: {r.status}: {r.reason}" for r in self.from_budgets]
@@ -287,7 +293,8 @@ def measure_relative(run: ContractRun, rule: RelativeBudget, bench: TritonBench)
             hardware=bench.hardware,
             policy=_policy(latency, bench),
             clock=bench.clock,
-            unstable=bench.unstable,
+            inconclusive=bench.inconclusive,
+            verdict_seconds=bench.verdict_seconds,
         )
     finally:
         _close(opened)
@@ -307,56 +314,76 @@ def judge_pair(
     hardware: str = "",
     policy: WindowPolicy | None = None,
     clock: Clock | None = None,
-    unstable: UnstablePolicy = "warn",
+    inconclusive: UnstablePolicy = "warn",
+    verdict_seconds: float = VERDICT_SECONDS,
 ) -> RelativeOutcome:
     """Measure the pair of ``calls`` (baseline first, then the variant, by their report names) in alternating
     windows and judge ``rule`` and the budget file's relative budgets of that pair on ``hardware``.
 
     Samples/s are measured (``throughput_calls``, interleaved too) only when a budget of the file needs them.
+    Rounds are added while a budget's answer is open, at the looks of :mod:`pytest_triton.bench.decision`, for
+    at most ``verdict_seconds`` of measurement in all.
     """
     import time
 
+    from pytest_triton.bench.decision import LOOKS
     from pytest_triton.bench.interleave import measure_interleaved
-    from pytest_triton.bench.relative import RelativeBudget as BudgetRule
     from pytest_triton.bench.relative import evaluate_relative
+    from pytest_triton.bench.relative import until_decided
+    from pytest_triton.bench.sampling import WindowPolicy
 
     if len(calls) != 2:
         raise ValueError(f"a relative budget compares two calls; got {sorted(calls)}")
     base_key, cand_key = calls
     timing: dict[str, Any] = {"clock": clock} if clock else {}
     from_file = budgets.relative_budgets(hardware, {base_key, cand_key}) if budgets else ()
-    declared = BudgetRule(
+    declared = dataclasses.replace(
+        rule,
         hardware=hardware,
         variant=cand_key,
         baseline=base_key,
-        metric=f"p{rule.percentile}_ms",
         source=f"{source} [[latency.relative]]",
-        tolerance=0.0,
-        max_ratio=rule.max_ratio,
-        name=f"{source}: latency[{rule.name}] p{rule.percentile}",
+        name=f"{source}: latency[{rule.name}] {rule.metric.removesuffix('_ms')}",
     )
+    judged = (declared, *from_file)
     started = time.monotonic()
-    runs = {"latency": measure_interleaved(calls, batch_size=batch_size, policy=policy, **timing)}
-    if throughput_calls and any(r.is_rate for r in from_file):
-        runs["rate"] = measure_interleaved(throughput_calls, batch_size=throughput_batch_size, policy=policy, **timing)
+    policy = dataclasses.replace(policy or WindowPolicy(), max_seconds=verdict_seconds)
+    looked: dict[str, Any] = {"looks": LOOKS, **timing}
+    rate_budgets = [b for b in judged if b.is_rate]
+    runs = {
+        "latency": measure_interleaved(
+            calls,
+            batch_size=batch_size,
+            policy=policy,
+            decided=until_decided([b for b in judged if not b.is_rate], LOOKS),
+            **looked,
+        )
+    }
+    if throughput_calls and rate_budgets:
+        left = max(verdict_seconds - (time.monotonic() - started), 1.0)
+        runs["rate"] = measure_interleaved(
+            throughput_calls,
+            batch_size=throughput_batch_size,
+            policy=dataclasses.replace(policy, max_seconds=left),
+            decided=until_decided(rate_budgets, LOOKS),
+            **looked,
+        )
     results = []
-    for budget in (declared, *from_file):
+    for budget in judged:
         interleaved = runs.get("rate" if budget.is_rate else "latency")
         if interleaved is None:  # a samples/s budget without throughput calls
             results.append(evaluate_relative(budget, None, None))
             continue
         mine, theirs = interleaved.measurements[cand_key].stats(), interleaved.measurements[base_key].stats()
-        p50_ok, rate_ok, text = interleaved.pair_stability(cand_key, base_key)
         results.append(
             evaluate_relative(
                 budget,
                 mine,
                 theirs,
-                stable=rate_ok if budget.is_rate else p50_ok,
-                stability=text,
+                stability=interleaved.pair_stability(cand_key, base_key)[2],
                 paired=interleaved.paired(cand_key, base_key, budget.metric),
             )
         )
     settled = "; ".join(f"b={r.measurements[base_key].batch_size}: {r.reason}" for r in runs.values())
     settled += f" ({time.monotonic() - started:.1f} s)"
-    return RelativeOutcome(rule, results[0], tuple(results[1:]), settled, unstable)
+    return RelativeOutcome(rule, results[0], tuple(results[1:]), settled, inconclusive)

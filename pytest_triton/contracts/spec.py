@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from typing import final
 
+from pytest_triton.bench.relative import RelativeBudget
 from pytest_triton.parity.tensors import TOLERANCE_PRESETS
 from pytest_triton.parity.tensors import Tolerance
 
@@ -28,7 +29,6 @@ __all__ = [
     "Latency",
     "OutputCheck",
     "Reference",
-    "RelativeBudget",
     "TensorRule",
     "Variant",
     "precision_tolerance",
@@ -152,21 +152,6 @@ class LabelCheck:
 
         rows = np.asarray(values).reshape(len(values), -1)
         return [self.names[int(i)] if int(i) < len(self.names) else f"#{int(i)}" for i in rows.argmax(axis=1)]
-
-
-@final
-@dataclass(frozen=True)
-class RelativeBudget:
-    """``variant``'s percentile may be at most ``max_ratio`` times ``baseline``'s."""
-
-    variant: str
-    baseline: str
-    max_ratio: float
-    percentile: int = 50
-
-    @property
-    def name(self) -> str:
-        return f"{self.variant}/{self.baseline}"
 
 
 @final

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
@@ -22,6 +23,7 @@ import pytest
 
 from pytest_triton.errors import ContractFailure
 from pytest_triton.errors import PytestTritonError
+from pytest_triton.errors import TritonInconclusiveWarning
 from pytest_triton.errors import VariantUnavailable
 from pytest_triton.plugin import options
 from pytest_triton.plugin.contract_items import CONTRACTS_KEY
@@ -175,6 +177,8 @@ def _latency(pair: Pair) -> Callable[..., None]:
         request.node.add_report_section("call", "triton-baseline", outcome.message())
         if not outcome.ok:
             raise ContractFailure(outcome.message())
+        if outcome.verdict == "inconclusive":
+            warnings.warn(TritonInconclusiveWarning(outcome.message()), stacklevel=1)
 
     return baseline_latency
 

@@ -9,6 +9,7 @@ error naming the file, the key and the value.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
@@ -267,6 +268,7 @@ def _relative(declaration: Declaration, index: int) -> Callable[..., None]:
         from pytest_triton.contracts import VariantUnavailable
         from pytest_triton.contracts.latency_run import measure_relative
         from pytest_triton.errors import PytestTritonError
+        from pytest_triton.errors import TritonInconclusiveWarning
 
         __tracebackhide__ = True
         assert declaration.latency is not None
@@ -287,6 +289,8 @@ def _relative(declaration: Declaration, index: int) -> Callable[..., None]:
         request.node.add_report_section("call", "triton-contract", outcome.message())
         if not outcome.ok:
             raise ContractFailure(outcome.message())
+        if outcome.open:
+            warnings.warn(TritonInconclusiveWarning(outcome.message()), stacklevel=1)
 
     return contract_relative_latency
 

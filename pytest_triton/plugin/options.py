@@ -132,6 +132,22 @@ OPTIONS: tuple[Option, ...] = (
         choices=("warn", "fail"),
     ),
     Option(
+        "triton_inconclusive",
+        "What a relative budget or --triton-baseline verdict does when its interval still straddles the limit "
+        "after the extra rounds: warn (a TritonInconclusiveWarning, the test passes) or fail",
+        "choice",
+        "warn",
+        choices=("warn", "fail"),
+    ),
+    Option(
+        "triton_verdict_seconds",
+        "Measurement time of one relative budget or --triton-baseline pair: rounds are added while its answer "
+        "is open and the next look (9, 18, 36, 72 rounds) fits in S seconds",
+        "seconds",
+        90.0,
+        metavar="S",
+    ),
+    Option(
         "triton_window_ms",
         "Latency measurement window; windows repeat until the last three agree within 10%",
         "ms",

@@ -3,7 +3,8 @@ pytest-benchmark's machine info.
 
 Every latency result and relative budget the session's bench records while a test runs becomes a property of
 that test: ``triton_verdict[NAME]``, ``triton_p50_ms[NAME]``, ``triton_samples_per_s[NAME]`` and, for a relative
-budget, ``triton_ratio[NAME]``; a contract item also gets its own ``triton_verdict``. Nothing heavy is imported.
+budget, ``triton_ratio[NAME]``, ``triton_ratio_interval[NAME]`` (``LOW..HIGH``) and ``triton_rounds[NAME]``; a
+contract item also gets its own ``triton_verdict``. Nothing heavy is imported.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ def bench_properties(bench: TritonBench, seen: tuple[int, int]) -> list[tuple[st
         name = relative.budget.label
         found.append((f"triton_verdict[{name}]", relative.status))
         found.append((f"triton_ratio[{name}]", _number(relative.ratio)))
+        if relative.interval is not None:
+            found.append((f"triton_ratio_interval[{name}]", "{:.6g}..{:.6g}".format(*relative.interval)))
+        found.append((f"triton_rounds[{name}]", str(relative.rounds)))
     return found
 
 

@@ -64,8 +64,14 @@ def session_bench(config: pytest.Config) -> TritonBench:
 
     path, named = budgets_path(config)
     hardware, source = session_hardware(config)  # under --triton-cloud: the endpoint's GPU
-    unstable = options.text(config, "triton_unstable")
-    bench = TritonBench.from_options(path, hardware, required=named, unstable=unstable)
+    bench = TritonBench.from_options(
+        path,
+        hardware,
+        required=named,
+        unstable=options.text(config, "triton_unstable"),
+        inconclusive=options.text(config, "triton_inconclusive"),
+        verdict_seconds=options.number(config, "triton_verdict_seconds"),
+    )
     bench.hardware_source = source
     bench.policy = WindowPolicy(mode="time", window_ms=options.number(config, "triton_window_ms"))
     return bench

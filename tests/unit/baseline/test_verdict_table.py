@@ -1,5 +1,5 @@
 """The verdict table: one row per variant, base → PR figures with the paired ratio and the limit, the parity
-cell, the verdict with its cause; skipped pairs say why; unstable measurements say so."""
+cell, the verdict with its cause; skipped pairs say why; inconclusive verdicts say so, with their intervals."""
 
 from __future__ import annotations
 
@@ -26,16 +26,17 @@ PAIR = Pair(DECLARATION, "add", "main", "changed")
 def result(metric: str, status: str, base: float, pr: float, limit: float | None) -> RelativeResult:
     rate = metric == "samples_per_s"
     budget = RelativeBudget(
-        "cpu",
         "add",
         "add@main",
         metric,
-        "test",
-        0.0,
+        hardware="cpu",
+        source="test",
         max_ratio=None if rate else limit,
         min_ratio=limit if rate else None,
     )
-    return RelativeResult(budget, status, "why", pr, base, paired_ratio=pr / base, rounds=9)  # type: ignore[arg-type]
+    ratio = pr / base
+    interval = (ratio * 0.95, ratio * 1.05)
+    return RelativeResult(budget, status, "why", pr, base, paired_ratio=ratio, rounds=9, interval=interval)  # type: ignore[arg-type]
 
 
 def latency(p50: str, rate: str, *, p50_pr: float = 5.5) -> PairLatency:
@@ -43,7 +44,7 @@ def latency(p50: str, rate: str, *, p50_pr: float = 5.5) -> PairLatency:
         PAIR,
         (
             result("p50_ms", p50, 5.0, p50_pr, 1.10),
-            result("p99_ms", "unstable", 6.0, 9.0, None),  # no limit: reported, never judged
+            result("p99_ms", "inconclusive", 6.0, 9.0, None),  # no limit: reported, never judged
             result("samples_per_s", rate, 200.0, 150.0, 0.90),
         ),
         "settled after 9 rounds",
@@ -58,17 +59,19 @@ def test_a_failing_latency_row_names_the_metric_that_failed() -> None:
     assert "❌ 1 of 1 variant(s) fail against main (abc)" in text
     line = next(x for x in text.splitlines() if x.startswith("| `add`"))
     assert line == (
-        "| `add` | 5.00 → 6.50 ms (1.300×, ≤ 1.10×) ❌ | 6.00 → 9.00 ms (1.500×) | "
-        "200.00 → 150.00/s (0.750×, ≥ 0.90×) ❌ | ✅ SUM: identical | ❌ FAIL: p50 fail; samples/s fail |"
+        "| `add` | 5.00 → 6.50 ms (1.300× [1.235, 1.365], ≤ 1.10×) ❌ | 6.00 → 9.00 ms (1.500× [1.425, 1.575]) | "
+        "200.00 → 150.00/s (0.750× [0.712, 0.788], ≥ 0.90×) ❌ | ✅ SUM: identical | "
+        "❌ FAIL: p50 fail; samples/s fail |"
     )
 
 
-def test_an_unsettled_pass_is_unstable_in_the_table_and_says_how_it_ended() -> None:
-    row = VerdictRow("contracts.toml", "add", "add@main", "changed", latency=latency("unstable", "pass"))
+def test_an_open_answer_is_inconclusive_in_the_table_and_says_how_it_ended() -> None:
+    row = VerdictRow("contracts.toml", "add", "add@main", "changed", latency=latency("inconclusive", "pass"))
     text = render_verdict([row], base="main")
-    assert "⚠️ unstable: unstable: p50 |" in text
-    assert "- `add`: unstable, not a pass: settled after 9 rounds" in text
-    assert "⚠️ no failure against main; 1 measurement(s) did not settle" in text
+    assert "| 5.00 → 5.50 ms (1.100× [1.045, 1.155], ≤ 1.10×) ⚠️ |" in text
+    assert "⚠️ INCONCLUSIVE: inconclusive: p50 |" in text
+    assert "- `add`: INCONCLUSIVE, neither a pass nor a fail: settled after 9 rounds" in text
+    assert "⚠️ no failure against main; 1 verdict(s) INCONCLUSIVE" in text
 
 
 def test_a_parity_failure_names_parity_and_skipped_pairs_say_why() -> None:

@@ -130,6 +130,11 @@ def _budget(**kw: object) -> RelativeBudget:
     return RelativeBudget(**{**fields, **kw})  # type: ignore[arg-type]
 
 
+def _rounds(mine: float, theirs: float, n: int = 9) -> tuple[list[float], list[float]]:
+    """``n`` paired rounds that all agree: the ratio and difference of the two figures."""
+    return [mine / theirs] * n, [mine - theirs] * n
+
+
 @pytest.mark.parametrize(
     ("mine", "theirs", "status"),
     [
@@ -142,7 +147,8 @@ def _budget(**kw: object) -> RelativeBudget:
 def test_a_percentile_passes_within_the_ratio_or_the_added_milliseconds(
     mine: float, theirs: float, status: str
 ) -> None:
-    result = evaluate_relative(_budget(max_ratio=1.2, max_added_ms=1.0), stats(mine), stats(theirs))
+    budget = _budget(max_ratio=1.2, max_added_ms=1.0)
+    result = evaluate_relative(budget, stats(mine), stats(theirs), paired=_rounds(mine, theirs))
     assert result.status == status, result.reason
     assert result.variant_value == mine
     assert result.baseline_value == theirs
@@ -150,65 +156,61 @@ def test_a_percentile_passes_within_the_ratio_or_the_added_milliseconds(
     assert result.added == pytest.approx(mine - theirs)
 
 
-def test_reported_with_both_numbers_and_the_ratio() -> None:
-    result = evaluate_relative(_budget(max_ratio=1.2), stats(16.5), stats(15.0))
-    assert result.reason == "p50_ms 16.50 vs 15.00 ms: 1.100× (+1.50 ms) within 1.200×"
-    over = evaluate_relative(_budget(max_ratio=1.05, tolerance=0.02), stats(16.5), stats(15.0))
-    assert over.reason == "p50_ms 16.50 vs 15.00 ms: 1.100× (+1.50 ms) over 1.071×"
+def test_reported_with_both_numbers_the_ratio_and_its_interval() -> None:
+    paired = ([1.08, 1.09, 1.10, 1.10, 1.10, 1.10, 1.11, 1.11, 1.12], [1.5] * 9)
+    result = evaluate_relative(_budget(max_ratio=1.2), stats(16.5), stats(15.0), paired=paired)
+    assert result.reason == (
+        "p50_ms 16.50 vs 15.00 ms; paired per round: 1.100× [1.080, 1.120]× (99.5%) (+1.50 ms), median of 9: "
+        "within ≤ 1.200×"
+    )
+    assert (result.interval, result.rounds) == ((1.08, 1.12), 9)
+    over = evaluate_relative(_budget(max_ratio=1.05, tolerance=0.02), stats(16.5), stats(15.0), paired=paired)
+    assert over.status == "fail"
+    assert over.reason.endswith("median of 9: beyond ≤ 1.071×")
 
 
 def test_tolerance_widens_the_limits() -> None:
     budget = _budget(max_ratio=1.0, max_added_ms=1.0, tolerance=0.25)
     assert (budget.allowed_ratio(), budget.allowed_added_ms()) == (1.25, 1.25)
-    assert evaluate_relative(budget, stats(12.4), stats(10.0)).status == "pass"
-    assert evaluate_relative(budget, stats(12.6), stats(10.0)).status == "fail"
+    assert evaluate_relative(budget, stats(12.4), stats(10.0), paired=_rounds(12.4, 10.0)).status == "pass"
+    assert evaluate_relative(budget, stats(12.6), stats(10.0), paired=_rounds(12.6, 10.0)).status == "fail"
     rate = _budget(metric="samples_per_s", min_ratio=1.0, tolerance=0.1)
     assert rate.allowed_ratio() == pytest.approx(0.9)
-    assert evaluate_relative(rate, stats(1, rate=91.0), stats(1, rate=100.0)).status == "pass"
-    result = evaluate_relative(rate, stats(1, rate=89.0), stats(1, rate=100.0))
+    assert evaluate_relative(rate, stats(1, rate=91.0), stats(1, rate=100.0), paired=_rounds(91, 100)).status == "pass"
+    result = evaluate_relative(rate, stats(1, rate=89.0), stats(1, rate=100.0), paired=_rounds(89, 100))
     assert result.status == "fail"
-    assert result.reason == "samples_per_s 89.00 vs 100.00/s: 0.890× (-11.00/s) not ≥ 0.900×"
+    assert result.reason.endswith(": beyond ≥ 0.900×")
 
 
-def test_an_unsettled_ratio_is_unstable_within_budget_and_fails_over_it() -> None:
-    budget = _budget(max_ratio=1.2)
-    within = evaluate_relative(budget, stats(11.0), stats(10.0), stable=False, stability="spread 30%")
-    assert within.status == "unstable"
-    assert within.reason.startswith("within budget but the ratio did not settle")
-    over = evaluate_relative(budget, stats(13.0), stats(10.0), stable=False)
-    assert over.status == "fail"
+def test_without_paired_rounds_a_ratio_is_inconclusive() -> None:
+    # two pooled figures say nothing of how sure their ratio is, however far over the limit
+    result = evaluate_relative(_budget(max_ratio=1.2), stats(30.0), stats(10.0))
+    assert result.status == "inconclusive"
+    assert result.reason == "p50_ms 30.000 vs 10.000: no paired rounds to judge on: inconclusive"
 
 
 @pytest.mark.parametrize(
-    ("rounds", "stable", "status"),
+    ("rounds", "status"),
     [
-        ((1.10, 1.15, 1.30, 1.35, 1.40, 1.45), False, "unstable"),  # median over, a quarter within: they disagree
-        ((1.22, 1.26, 1.30, 1.35, 1.40, 1.45), False, "fail"),  # three rounds in four over the limit
-        ((1.10, 1.15, 1.30, 1.35, 1.40, 1.45), True, "fail"),  # settled: the median decides
-        ((1.10, 1.30, 1.40), False, "fail"),  # fewer than four rounds: no quartile to go by
+        ((1.10, 1.15, 1.30, 1.35, 1.40, 1.45, 1.45, 1.50, 1.50), "inconclusive"),  # one round within the limit
+        ((1.22, 1.26, 1.30, 1.35, 1.40, 1.45, 1.45, 1.50, 1.50), "fail"),  # every round over it
+        ((1.22, 1.26, 1.30, 1.35, 1.40, 1.45, 1.45, 1.50), "inconclusive"),  # 8 rounds: no interval yet
     ],
 )
-def test_unsettled_rounds_over_budget_fail_only_when_most_of_them_agree(
-    rounds: tuple[float, ...], stable: bool, status: str
-) -> None:
+def test_rounds_over_budget_fail_only_when_the_interval_is_wholly_over(rounds: tuple[float, ...], status: str) -> None:
     budget = _budget(max_ratio=1.2)
     diffs = [10.0 * (r - 1.0) for r in rounds]  # a 10 ms baseline, no added-ms limit
-    result = evaluate_relative(budget, stats(13.0), stats(10.0), stable=stable, paired=(list(rounds), diffs))
+    result = evaluate_relative(budget, stats(13.0), stats(10.0), paired=(list(rounds), diffs))
     assert result.status == status, result.reason
-    if status == "unstable":
-        assert result.reason.startswith("over budget by the median of rounds, within it for at least a quarter")
 
 
-def test_a_rate_over_budget_with_disagreeing_rounds_is_unstable() -> None:
+def test_a_rate_with_rounds_on_both_sides_is_inconclusive() -> None:
     budget = _budget(metric="samples_per_s", min_ratio=0.9)
-    rounds = [0.80, 0.82, 0.85, 0.88, 0.95, 0.97]  # median 0.865 < 0.9; the upper quartile 0.93 is within
+    rounds = [0.80, 0.82, 0.85, 0.86, 0.87, 0.88, 0.89, 0.95, 0.97]  # median 0.87 < 0.9, two rounds within
     diffs = [100.0 * (r - 1.0) for r in rounds]
-    unsettled = evaluate_relative(
-        budget, stats(1, rate=86.0), stats(1, rate=100.0), stable=False, paired=(rounds, diffs)
-    )
-    assert unsettled.status == "unstable", unsettled.reason
-    settled = evaluate_relative(budget, stats(1, rate=86.0), stats(1, rate=100.0), paired=(rounds, diffs))
-    assert settled.status == "fail", settled.reason
+    result = evaluate_relative(budget, stats(1, rate=86.0), stats(1, rate=100.0), paired=(rounds, diffs))
+    assert result.status == "inconclusive", result.reason
+    assert result.reason.endswith("neither within nor beyond ≥ 0.900×")
 
 
 def test_a_variant_not_measured_side_by_side_is_not_measured() -> None:
@@ -245,12 +247,16 @@ def test_the_unstable_choice(latency_ms: float, stable: bool, choice: str, fails
 
 
 def test_relative_failures_are_listed_together_with_their_budget() -> None:
-    fail = evaluate_relative(_budget(max_ratio=1.1, name="overhead"), stats(13.0), stats(10.0))
-    unstable = evaluate_relative(_budget(max_ratio=1.5), stats(11.0), stats(10.0), stable=False, stability="why")
-    assert_contracts([], [unstable], unstable="warn")
+    fail = evaluate_relative(
+        _budget(max_ratio=1.1, name="overhead"), stats(13.0), stats(10.0), paired=_rounds(13.0, 10.0)
+    )
+    paired = ([1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8], [0.0] * 9)
+    inconclusive = evaluate_relative(_budget(max_ratio=1.5), stats(11.0), stats(10.0), paired=paired, stability="why")
+    assert inconclusive.status == "inconclusive"
+    assert_contracts([], [inconclusive], inconclusive="warn")
     with pytest.raises(AssertionError) as info:
-        assert_contracts([], [fail, unstable], unstable="fail")
+        assert_contracts([], [fail, inconclusive], inconclusive="fail")
     text = str(info.value)
-    assert "relative budget fail: overhead on 'hw': p50_ms 13.00 vs 10.00 ms: 1.300× (+3.00 ms) over 1.100×" in text
-    assert "relative budget unstable: ens vs plain p50_ms on 'hw'" in text
+    assert "relative budget fail: overhead on 'hw': p50_ms 13.00 vs 10.00 ms; paired per round: 1.300×" in text
+    assert "relative budget inconclusive: ens vs plain p50_ms on 'hw'" in text
     assert "stability: why" in text

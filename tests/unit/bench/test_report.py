@@ -201,10 +201,12 @@ def _full_report(results: list[VariantResult]) -> ReportData:
     fast, slow = results[0], results[1]
     assert fast.latency is not None
     assert slow.latency is not None
-    overhead = RelativeBudget("gpu-x", "slow", "fast", "p50_ms", "seed", 0.1, max_ratio=1.2, name="a long name " * 4)
-    relative = (
-        evaluate_relative(overhead, slow.latency, fast.latency, paired=([0.6, 0.62, 0.61], [-6.0, -6.1, -6.2])),
+    overhead = RelativeBudget(
+        "slow", "fast", "p50_ms", hardware="gpu-x", source="seed", tolerance=0.1, max_ratio=1.2, name="a long name " * 4
     )
+    ratios = [0.6, 0.62, 0.61, 0.6, 0.63, 0.61, 0.59, 0.62, 0.61]
+    paired = (ratios, [10.0 * (r - 1) for r in ratios])
+    relative = (evaluate_relative(overhead, slow.latency, fast.latency, paired=paired),)
     reference = np.array([[1.0, -2.0, 0.5], [0.1, 3.0, -1.0]], dtype=np.float32)
     candidate = reference + np.array([[0.0, 0.003, 0.0], [0.0, 0.0, 0.0]], dtype=np.float32)
     parity = ParityRecord.of(
@@ -233,7 +235,9 @@ def test_the_report_shows_relative_budgets_parity_and_provenance(tmp_path: Path,
     assert saved["parity"][0]["label_disagreements"] == ["s02: 'b' -> 'c'"]
     md = md_path.read_text()
     assert "## Relative budgets (measured side by side)" in md
-    assert "paired per round: 0.610× (-6.10 ms), median of 3" in md
+    assert "paired per round: 0.610× [0.590, 0.630]× (99.5%) (-3.90 ms), median of 9" in md
+    assert "| 0.610× [0.590, 0.630]× |" in md  # the table's ratio cell says how sure
+    assert saved["relative"][0]["ratio_interval"] == [0.59, 0.63]
     assert "| fast (http) | fp32 | logits | 0.003 |" in md
     assert "| 1/2 | FAIL |" in md
     assert "- label differs: s02: 'b' -> 'c'" in md

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from pytest_triton.bench.budgets import load_budgets
+from pytest_triton.bench.relative import RelativeBudget
 from pytest_triton.bench.sampling import WindowPolicy
 from pytest_triton.contracts.latency_run import judge_pair
-from pytest_triton.contracts.spec import RelativeBudget
 
 MS = 1_000_000
 POLICY = WindowPolicy(window_requests=4, stable_windows=3, max_windows=6)
@@ -63,7 +63,7 @@ class Machine:
 
 
 def _rule(max_ratio: float) -> RelativeBudget:
-    return RelativeBudget("served-variant", "reference", max_ratio, 50)
+    return RelativeBudget("served-variant", "reference", "p50_ms", max_ratio=max_ratio, name="served-variant/reference")
 
 
 def test_the_pair_alternates_and_the_declared_ratio_is_judged() -> None:
@@ -74,13 +74,15 @@ def test_the_pair_alternates_and_the_declared_ratio_is_judged() -> None:
     declared = outcome.declared
     assert declared.status == "pass"
     assert declared.ratio == pytest.approx(1.2)
-    assert declared.rounds == 3  # the median of the kept rounds' ratios, paired
+    assert declared.rounds == 9  # every round 1.2x: decided at the first look
+    assert declared.interval == pytest.approx((1.2, 1.2))
+    assert "decided at look 1 of 4 (9 rounds)" in outcome.settled
     assert (declared.budget.variant, declared.budget.baseline) == ("served", "inprocess")
     assert declared.budget.label == "c.toml: latency[served-variant/reference] p50"
     assert outcome.ok
     assert outcome.from_budgets == ()
     assert outcome.message().startswith(
-        "relative latency holds: 'served-variant' p50 / 'reference' p50 = 1.200 (budget <= 1.5); pass: "
+        "relative latency PASS: 'served-variant' / 'reference' p50_ms = 1.200 [1.200, 1.200]× (budget <= 1.5): "
     )
 
 
@@ -90,7 +92,7 @@ def test_over_the_declared_ratio_fails() -> None:
     outcome = judge_pair(_rule(1.1), calls, hardware="cpu-test", policy=POLICY, clock=m.clock)
     assert outcome.declared.status == "fail"
     assert not outcome.ok
-    assert outcome.message().startswith("relative latency FAILED:")
+    assert outcome.message().startswith("relative latency FAIL:")
 
 
 def test_the_budget_files_relative_budgets_of_the_pair_are_judged_too(tmp_path: Path) -> None:
@@ -127,24 +129,40 @@ def test_samples_per_s_are_measured_only_when_a_budget_needs_them() -> None:
     assert "served-b8" not in m.order
 
 
-def test_an_unsettled_pair_within_budget_warns_or_fails_by_policy() -> None:
-    m = Machine()
-    jitter = iter([10.0, 30.0] * 100)
+def _straddling(m: Machine) -> dict[str, Callable[[], None]]:
+    """A pair whose per-round ratio is 1.0 and 3.0 in turn: a limit of 2.0 is never decided."""
+    jitter = iter([10.0, 30.0] * 1000)
 
     def noisy() -> None:
         m.order.append("served")
         m.now += int(next(jitter) * MS)
 
-    calls = {"inprocess": m.call("inprocess", 10), "served": noisy}
+    return {"inprocess": m.call("inprocess", 10), "served": noisy}
+
+
+def test_an_open_pair_is_measured_to_the_last_look_then_warns_or_fails_by_policy() -> None:
     policy = WindowPolicy(window_requests=3, stable_windows=3, max_windows=4)
-    # the variant's p50 is 10 ms in one window and 30 ms in the next: the ratio never settles within 10%
-    warned = judge_pair(_rule(5.0), calls, policy=policy, clock=m.clock, unstable="warn")
-    assert warned.declared.status == "unstable"
+    m = Machine()
+    warned = judge_pair(_rule(2.0), _straddling(m), policy=policy, clock=m.clock, inconclusive="warn")
+    assert warned.declared.status == "inconclusive"
+    assert warned.declared.rounds == 72  # more rounds only while open: every look taken
     assert warned.ok
-    assert "unsettled: max_windows=4 rounds reached" in warned.settled
-    failed = judge_pair(_rule(5.0), calls, policy=policy, clock=m.clock, unstable="fail")
-    assert failed.declared.status == "unstable"
+    assert warned.open == (warned.declared,)
+    assert "still open at the last look (72 rounds)" in warned.settled
+    m = Machine()
+    failed = judge_pair(_rule(2.0), _straddling(m), policy=policy, clock=m.clock, inconclusive="fail")
+    assert failed.declared.status == "inconclusive"
     assert not failed.ok
+
+
+def test_no_look_starts_that_would_not_fit_in_the_time_budget() -> None:
+    m = Machine()
+    policy = WindowPolicy(window_requests=3, stable_windows=3, max_windows=4)
+    # a round takes about 0.09 s: looks at 9 and 18 rounds fit in 3 s, the one at 36 would not
+    outcome = judge_pair(_rule(2.0), _straddling(m), policy=policy, clock=m.clock, verdict_seconds=3.0)
+    assert outcome.declared.status == "inconclusive"
+    assert outcome.declared.rounds == 18
+    assert "the next look at 36 rounds would take about 3.2 s, over max_seconds=3" in outcome.settled
 
 
 def test_a_pair_is_two_calls() -> None:
