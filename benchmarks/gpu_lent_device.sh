@@ -9,6 +9,9 @@
 #   bash benchmarks/gpu_lent_device.sh calibration  # the adapter rows with their calibration (builds the model first
 #                                                   # on a fresh machine), the plugin's own report of them
 #   bash benchmarks/gpu_lent_device.sh fidelity     # the interleaved fidelity rounds (carry .tools/perf_analyzer/bin)
+#   VERDICT_ARGS="--runs 40 ..." bash benchmarks/gpu_lent_device.sh verdict-power
+#                                                   # benchmarks.verdict_power on the CPUs: each run pinned to 2 of
+#                                                   # the 16 cores with its hogs, as on a 2-core CI runner
 #
 # Everything it writes for the caller goes under $OUT (at most 8 files come back).
 set -uo pipefail
@@ -48,8 +51,19 @@ case "${1:-}" in
       | tee "$out/$phase.md"
     if [ "$phase" = calibration ]; then cp "$work"/calibration-report.* "$out/"; fi
     ;;
+  verdict-power)
+    # shellcheck source=benchmarks/gpu_venv.sh
+    . benchmarks/gpu_venv.sh
+    # the plugin is not installed there: PYTEST_PLUGINS loads it in each pytest run the benchmark starts
+    export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 PYTEST_PLUGINS=pytest_triton.plugin
+    # shellcheck disable=SC2086 # VERDICT_ARGS is a list of options
+    timeout 540 python3 -m benchmarks.verdict_power ${VERDICT_ARGS:-} --out "$out/verdict-power.md" \
+      > "$out/verdict-power-console.txt" 2>&1
+    echo "verdict_power exit $?"
+    tail -30 "$out/verdict-power-console.txt"
+    ;;
   *)
-    echo "usage: $0 build|duty|fusion|calibration|fidelity|suite" >&2
+    echo "usage: $0 build|duty|fusion|calibration|fidelity|suite|verdict-power" >&2
     exit 2
     ;;
 esac

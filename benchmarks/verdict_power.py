@@ -274,23 +274,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         slot = index % args.jobs
         return one_run(mode, hog, ratios, args, f"{2 * slot},{2 * slot + 1}" if pinned else None)
 
+    pinning = "each run pinned to 2 cores with its hogs" if pinned else "runs not pinned"
+
+    def report(done: bool) -> str:
+        """The table of the verdicts so far; rewritten after every run, so a run stopped at a deadline keeps them."""
+        conditions = (
+            f"{cores} cores ({cpu_model()}), {args.jobs} run(s) at once, {pinning}; {args.runs} verdict(s) per cell "
+            f"planned ({args.per_run} per run), {len(verdicts)} measured{'' if done else ' (stopped early)'}; "
+            f"{time.monotonic() - started:.0f} s in all"
+        )
+        table = _table(verdicts, args, conditions)
+        if args.out is not None:
+            out = args.out if args.out.is_absolute() else Path.cwd() / args.out
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text("# Verdict power\n\n" + table + "\n", encoding="utf-8")
+            rows = [v.__dict__ for v in verdicts]
+            out.with_suffix(".json").write_text(json.dumps({"conditions": conditions, "verdicts": rows}, indent=1))
+        return table
+
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         for found in pool.map(job, range(len(plan))):
             verdicts.extend(found)
             print(f"{len(verdicts)} verdicts, {time.monotonic() - started:.0f} s", file=sys.stderr)
-    pinning = "each run pinned to 2 cores with its hogs" if pinned else "runs not pinned"
-    conditions = (
-        f"{cores} cores ({cpu_model()}), {args.jobs} run(s) at once, {pinning}; {args.runs} verdict(s) per cell "
-        f"({args.per_run} per run); {time.monotonic() - started:.0f} s in all"
-    )
-    table = _table(verdicts, args, conditions)
-    print(table)
-    if args.out is not None:
-        out = args.out if args.out.is_absolute() else Path.cwd() / args.out
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text("# Verdict power\n\n" + table + "\n", encoding="utf-8")
-        rows = [v.__dict__ for v in verdicts]
-        out.with_suffix(".json").write_text(json.dumps({"conditions": conditions, "verdicts": rows}, indent=1))
+            report(done=False)
+    print(report(done=True))
     return 0
 
 

@@ -74,10 +74,14 @@ def refuse_without_namespaces(what: str) -> None:
 
 
 def kept_paths(command: Sequence[str], env: Mapping[str, str], workdir: Path) -> list[str]:
-    """The paths a server started with ``command`` and ``env`` reads: the work folder, the binary's folder,
-    every absolute path on the command line (``--flag=/path`` too) and in the path variables; those under
-    ``/tmp`` stay visible in its private ``/tmp``."""
-    found = {str(workdir), os.path.dirname(command[0])}
+    """The paths a server started with ``command`` and ``env`` reads: the work folder, the folder above the
+    binary's (a tritonserver install keeps its backends, stubs and libraries beside ``bin/``, and the backend
+    folder links into them), every absolute path on the command line (``--flag=/path`` too) and in the path
+    variables, and this interpreter's import path (the python backend's stub imports the same packages, which a
+    ``pip install --target`` or a ``.pth`` file may keep outside ``sys.prefix``); those under ``/tmp`` stay
+    visible in its private ``/tmp``."""
+    found = {str(workdir), os.path.dirname(os.path.dirname(os.path.abspath(command[0])))}
+    found.update(os.path.normpath(p) for p in sys.path if p.startswith("/"))
     for arg in command:
         value = arg.partition("=")[2] if arg.startswith("--") else arg
         if value.startswith("/"):
