@@ -64,8 +64,8 @@ from pytest_triton.bench.server_stats import StatsSnapshot
 from pytest_triton.bench.server_stats import fetch_statistics
 from pytest_triton.client.rest import TritonRest
 from pytest_triton.client.transports import TritonHttpTransport
-from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.factory import ServerFactory
+from pytest_triton.servers.protocol import ServeOptions
 
 MODEL = "mdeberta"
 OUTPUT = "logits"

@@ -31,8 +31,8 @@ from pytest_triton.client.transports import TritonHttpTransport
 from pytest_triton.config import read_config
 from pytest_triton.config import write_config
 from pytest_triton.repository import RepositoryBuilder
-from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.factory import ServerFactory
+from pytest_triton.servers.protocol import ServeOptions
 
 TIMINGS_ENV = "PYTEST_TRITON_ADAPTER_TIMINGS"
 OUTPUT = "logits"

@@ -24,8 +24,8 @@ from benchmarks.common import ROOT
 from benchmarks.common import cycle
 from pytest_triton.repository import RepositoryBuilder
 from pytest_triton.repository.ort_placement import placement
-from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.factory import ServerFactory
+from pytest_triton.servers.protocol import ServeOptions
 
 PROOF_MARK = "PROOF-RESULT "
 

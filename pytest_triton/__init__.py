@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pytest_triton.client.triton import TritonClients as TritonClients
     from pytest_triton.plugin.server_factory import TritonServerFactory as TritonServerFactory
     from pytest_triton.repository.builder import RepositoryBuilder as RepositoryBuilder
-    from pytest_triton.servers.base import TritonServer as TritonServer
+    from pytest_triton.servers.protocol import TritonServer as TritonServer
 
 __version__ = "0.1.0"
 
@@ -30,7 +30,7 @@ _WHERE = {
     "RepositoryBuilder": "pytest_triton.repository.builder",
     "TritonBench": "pytest_triton.bench.session",
     "TritonClients": "pytest_triton.client.triton",
-    "TritonServer": "pytest_triton.servers.base",
+    "TritonServer": "pytest_triton.servers.protocol",
     "TritonServerFactory": "pytest_triton.plugin.server_factory",
 }
 

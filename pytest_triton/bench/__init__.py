@@ -6,12 +6,12 @@ Import the pieces from here; :mod:`pytest_triton.bench.session` (the pytest-faci
 
 from __future__ import annotations
 
+from pytest_triton.bench.absolute import Check
+from pytest_triton.bench.absolute import Verdict
+from pytest_triton.bench.absolute import evaluate
 from pytest_triton.bench.budgets import Budget
 from pytest_triton.bench.budgets import BudgetFile
-from pytest_triton.bench.budgets import Check
 from pytest_triton.bench.budgets import HardwarePolicy
-from pytest_triton.bench.budgets import Verdict
-from pytest_triton.bench.budgets import evaluate
 from pytest_triton.bench.budgets import load_budgets
 from pytest_triton.bench.budgets import parse_budgets
 from pytest_triton.bench.interleave import Interleaved

@@ -25,6 +25,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from collections.abc import Sequence
+from dataclasses import asdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,7 +78,7 @@ class Calibration:
         )
 
     def as_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+        return asdict(self)
 
 
 @final

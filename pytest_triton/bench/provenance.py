@@ -6,6 +6,7 @@ import datetime
 import os
 import platform
 import subprocess
+from dataclasses import asdict
 from dataclasses import dataclass
 from dataclasses import field
 from importlib import metadata
@@ -79,7 +80,7 @@ class Provenance:
         ]
 
     def as_dict(self) -> dict[str, Any]:
-        out = {f: getattr(self, f) for f in self.__dataclass_fields__}
+        out = asdict(self)
         out["load_average"] = list(self.load_average)
         return out
 

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_triton.bench.absolute import Check
+from pytest_triton.bench.absolute import Verdict
 from pytest_triton.bench.budgets import Budget
-from pytest_triton.bench.budgets import Check
-from pytest_triton.bench.budgets import Verdict
 from pytest_triton.bench.engine import Calibration
 from pytest_triton.bench.parity_record import OutputRecord
 from pytest_triton.bench.parity_record import ParityRecord

@@ -11,10 +11,10 @@ from typing import Any
 from typing import Literal
 from typing import final
 
+from pytest_triton.bench.absolute import Verdict
+from pytest_triton.bench.absolute import evaluate
 from pytest_triton.bench.budgets import Budget
 from pytest_triton.bench.budgets import BudgetFile
-from pytest_triton.bench.budgets import Verdict
-from pytest_triton.bench.budgets import evaluate
 from pytest_triton.bench.engine import Calibration
 from pytest_triton.bench.engine import EnginePath
 from pytest_triton.bench.relative import RelativeResult

@@ -21,6 +21,7 @@ import json
 import re
 from collections.abc import Iterable
 from collections.abc import Mapping
+from dataclasses import asdict
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -98,7 +99,7 @@ class PhaseSplit:
         return self.compute_input_us + self.compute_infer_us + self.compute_output_us
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {f: getattr(self, f) for f in self.__dataclass_fields__}
+        out = asdict(self)
         out["compute_us"] = self.compute_us
         return out
 

@@ -79,6 +79,12 @@ class LateNote(Protocol):
     @property
     def placeholder(self) -> str: ...
 
+    @classmethod
+    def read_late(cls, notes: Sequence[Any], *, wait_s: float, progress: Callable[[str], None]) -> list[str]:
+        """The note of each of ``notes`` (all of this kind, read together), waiting up to ``wait_s`` seconds;
+        ``progress`` gets lines for the terminal."""
+        ...
+
 
 @final
 class TritonBench:
@@ -116,7 +122,7 @@ class TritonBench:
         self.results: list[VariantResult] = []
         self.relative: list[RelativeResult] = []
         self.parity: list[ParityRecord] = []
-        self.explanations: list[str] = []
+        self.explanations: list[str] = []  # the report's "Reading this report" (a merge of shards says so)
         self.triton_version: str | None = None
         self.device = ""  # the GPU(s) this session's servers see, e.g. "GPU 1": a note on every row it adds
         # contracts' own budget files, by path: the file and the variants held to it
@@ -226,6 +232,22 @@ class TritonBench:
             changed.append(self.results[index])
         self.late = []
         return changed
+
+    def read_late(self, *, wait_s: float, progress: Callable[[str], None]) -> dict[str, list[str]]:
+        """Read every late note (each kind reads its own together, waiting up to ``wait_s`` seconds) and
+        :meth:`settle` them; returns the notes by variant."""
+        positions: dict[type[LateNote], list[int]] = {}
+        for position, (_, late) in enumerate(self.late):
+            positions.setdefault(type(late), []).append(position)
+        notes = [late.placeholder for _, late in self.late]
+        for kind, where in positions.items():
+            read = kind.read_late([self.late[position][1] for position in where], wait_s=wait_s, progress=progress)
+            for position, note in zip(where, read):
+                notes[position] = note
+        by_variant: dict[str, list[str]] = {}
+        for result, note in zip(self.settle(notes), notes):
+            by_variant.setdefault(result.variant, []).append(note)
+        return by_variant
 
     def record_skipped(self, variant: str, reason: str) -> VariantResult:
         """Record ``variant`` as SKIPPED with ``reason``: shown in the report, never as passed.
@@ -495,10 +517,6 @@ class TritonBench:
         record = ParityRecord.of(variant, parity, labels, transport=transport)
         self.parity.append(record)
         return record
-
-    def explain(self, text: str) -> None:
-        """Add a paragraph to the report's "how to read this" section (e.g. what a measurement showed)."""
-        self.explanations.append(text)
 
     def check(self, result: VariantResult | SideBySide, *, allow_unstable: bool | None = None) -> None:
         """Assert ``result`` (one variant, or a side-by-side run with its relative budgets) is within budget.

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from dataclasses import asdict
 from dataclasses import dataclass
 from typing import Any
 from typing import TypeVar
@@ -76,7 +77,7 @@ class LatencyStats:
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``requests_per_s`` included)."""
-        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in self.__dataclass_fields__.values()}
+        out = asdict(self)
         out["requests_per_s"] = self.requests_per_s
         return out
 

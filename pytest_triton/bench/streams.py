@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import asdict
 from dataclasses import dataclass
 from dataclasses import fields
 from typing import Any
 from typing import final
 
+from pytest_triton.bench.absolute import Check
+from pytest_triton.bench.absolute import Verdict
 from pytest_triton.bench.budgets import STREAM_KEY_ALIASES
 from pytest_triton.bench.budgets import STREAM_LIMIT_KEYS
 from pytest_triton.bench.budgets import Budget
-from pytest_triton.bench.budgets import Check
 from pytest_triton.bench.budgets import HardwarePolicy
-from pytest_triton.bench.budgets import Verdict
 from pytest_triton.bench.stats import nearest_rank
 from pytest_triton.client.streaming import StreamResult
 
@@ -53,7 +54,7 @@ class StreamLatency:
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return asdict(self)
 
 
 def _percentiles_ms(values_s: Sequence[float], percentiles: Sequence[int]) -> list[float]:

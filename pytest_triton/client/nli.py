@@ -1,6 +1,6 @@
 """NLI pre- and post-processing: text pairs → token ids → KServe request; logits → label, score.
 
-What the seed's ``common/triton_payload.py`` did, with its failure cases made explicit: an
+The payload an NLI client builds, with its failure cases made explicit: an
 empty text, a pair longer than ``max_length`` tokens (unless truncation is allowed) or a
 malformed tensor raises before any request is sent.
 """

@@ -2,7 +2,7 @@
 
 The budget key is what :func:`pytest_triton.hardware.hardware_key` gives on a machine with that GPU (its
 ``nvidia-smi`` name, lower-cased, dashes for spaces), so an endpoint's latency is held to the budgets of the
-same GPU measured elsewhere: ml.g5.* carry an NVIDIA A10G (``nvidia-a10g``, the seed's table).
+same GPU measured elsewhere: ml.g5.* carry an NVIDIA A10G (``nvidia-a10g``, the A10G table of model_repos/budgets.toml).
 """
 
 from __future__ import annotations

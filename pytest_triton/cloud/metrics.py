@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -75,6 +76,22 @@ class SplitWindow:
     def placeholder(self) -> str:
         """The variant's note until the read: the split comes at the session's end."""
         return f"endpoint {self.endpoint}: server-side split (CloudWatch {' / '.join(METRICS)}) read at session end"
+
+    @classmethod
+    def read_late(cls, windows: Sequence[SplitWindow], *, wait_s: float, progress: Callable[[str], None]) -> list[str]:
+        """Each window's note, read from CloudWatch at the session's end, polling up to ``wait_s`` seconds after
+        the last window (:func:`~pytest_triton.cloud.metrics_wait.read_splits`); ``progress`` gets the lines
+        that say what is read and how much came back."""
+        from pytest_triton.cloud.metrics_wait import read_splits
+
+        progress(
+            f"reading CloudWatch's split of {len(windows)} latency window(s) at session end "
+            f"(SageMaker publishes it per minute; waiting up to {wait_s:g} s after the last window)"
+        )
+        reads = read_splits(windows, wait_s=wait_s, progress=progress)
+        complete = sum(read.complete for read in reads)
+        progress(f"complete for {complete} of {len(reads)} window(s); each variant's notes say more")
+        return [read.describe() for read in reads]
 
     def query_window(self) -> tuple[dt.datetime, dt.datetime]:
         """The whole minutes the window touches: the 1-minute datapoints that hold its requests."""

@@ -4,8 +4,9 @@ A request that names some of an ensemble's outputs is pruned first (``EnsembleCo
 core ``ensemble_scheduler.cc``): starting from the outputs not asked for, each of them counts down the
 output_map entries of the step that writes it; a step whose count reaches zero is pruned, and a tensor
 whose reading steps are all pruned is not asked for either, one round after the other. An output not
-asked for that a later step reads (scenario 07's ``LOGITS``, read by ``postprocess``) still prunes the
-step that writes it, so the reading step never runs and Triton answers with :data:`DEADLOCK`.
+asked for that a later step reads (``LOGITS`` of the example model_repos/scenario07/ensemble, read by
+``postprocess``) still prunes the step that writes it, so the reading step never runs and Triton answers with
+:data:`DEADLOCK`.
 
 Triton's quirks are kept: a tensor that no step writes (an ensemble input reached by the pruning) counts
 against step 0 (``tensor_to_prev_step_[name]`` on a missing name is 0), and a count that went past zero

@@ -6,6 +6,7 @@ row is a sample; ``row_ids`` name the rows in the report (``s03``, ``rows 8-15[2
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,19 +19,29 @@ from numpy.typing import NDArray
 
 from pytest_triton.contracts.spec import LabelCheck
 from pytest_triton.contracts.spec import OutputCheck
+from pytest_triton.errors import ConfigError
 from pytest_triton.parity.tensors import LabelReport
 from pytest_triton.parity.tensors import ParityReport
 from pytest_triton.parity.tensors import Tolerance
 from pytest_triton.parity.tensors import compare
 from pytest_triton.parity.tensors import compare_labels
 
-__all__ = ["CheckResult", "compare_outputs", "compare_text_labels"]
+__all__ = [
+    "DERIVED_CHECKS",
+    "CheckResult",
+    "Compared",
+    "DerivedCheck",
+    "compare_outputs",
+    "compare_text_labels",
+    "register_check",
+    "unregister_check",
+]
 
 
 @final
 @dataclass(frozen=True)
 class CheckResult:
-    """One check of one output: ``tolerance``, ``argmax``, ``top_k`` or ``cosine``."""
+    """One check of one output: its tolerance, or a derived check (:data:`DERIVED_CHECKS`)."""
 
     output: str
     check: str
@@ -67,34 +78,85 @@ def _tolerance(
     return CheckResult(name, f"tolerance ({tol})", report.ok, tuple(lines), report)
 
 
-def _argmax(
-    name: str, ref: NDArray[Any], cand: NDArray[Any], variant: str, ref_name: str, rows: Sequence[str]
-) -> CheckResult:
+@final
+@dataclass(frozen=True)
+class Compared:
+    """What a derived check sees: one output of the reference and of the variant, numbers of one shape."""
+
+    output: str
+    reference: NDArray[Any]
+    candidate: NDArray[Any]
+    variant: str
+    reference_name: str
+    row_ids: Sequence[str]
+
+    def rows(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Both arrays as [rows, features] of float64 (row i is sample ``row_name(i)``)."""
+        return _rows(self.reference), _rows(self.candidate)
+
+    def row_name(self, row: int) -> str:
+        return _row_name(self.row_ids, row)
+
+
+@final
+@dataclass(frozen=True)
+class DerivedCheck:
+    """A check computed from one output's numbers, declared as ``KEY = VALUE`` in ``[parity.outputs.NAME]``.
+
+    ``parse`` turns the declared value into the check's setting, raising ValueError with what it expects (the
+    contracts file's error names the key and the value); a declared ``false`` turns a check off. ``run`` gives
+    one :class:`CheckResult` for one output. Register one with :func:`register_check`.
+    """
+
+    key: str
+    parse: Callable[[object], Any]
+    run: Callable[[Compared, Any], CheckResult]
+
+
+def _flag(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("true or false")
+    return value
+
+
+def _count(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError("an integer >= 1")
+    return value
+
+
+def _similarity(value: object) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not -1.0 <= value <= 1.0:
+        raise ValueError("a minimum cosine similarity in [-1, 1]")
+    return float(value)
+
+
+def _argmax(seen: Compared, _: bool) -> CheckResult:
+    ref, cand = seen.rows()
     report = compare_labels(
-        _rows(ref).argmax(axis=1),
-        _rows(cand).argmax(axis=1),
-        ids=list(rows),
-        reference_name=ref_name,
-        candidate_name=variant,
+        ref.argmax(axis=1),
+        cand.argmax(axis=1),
+        ids=list(seen.row_ids),
+        reference_name=seen.reference_name,
+        candidate_name=seen.variant,
     )
-    return CheckResult(name, "argmax labels", report.ok, tuple(report.message().splitlines()), report)
+    return CheckResult(seen.output, "argmax labels", report.ok, tuple(report.message().splitlines()), report)
 
 
-def _top_k(name: str, ref: NDArray[Any], cand: NDArray[Any], k: int, variant: str, rows: Sequence[str]) -> CheckResult:
-    a, b = _rows(ref), _rows(cand)
+def _top_k(seen: Compared, k: int) -> CheckResult:
+    a, b = seen.rows()
     ref_sets = [frozenset(int(i) for i in r) for r in np.argsort(-a, axis=1, kind="stable")[:, :k]]
     cand_sets = [frozenset(int(i) for i in r) for r in np.argsort(-b, axis=1, kind="stable")[:, :k]]
     bad = [i for i, (x, y) in enumerate(zip(ref_sets, cand_sets)) if x != y]
-    lines = [f"top-{k} sets of {name!r}: {variant!r} agrees on {len(ref_sets) - len(bad)} of {len(ref_sets)} rows"]
+    agree = len(ref_sets) - len(bad)
+    lines = [f"top-{k} sets of {seen.output!r}: {seen.variant!r} agrees on {agree} of {len(ref_sets)} rows"]
     for i in bad[:10]:
-        lines.append(f"  {_row_name(rows, i)!r}: reference {sorted(ref_sets[i])} candidate {sorted(cand_sets[i])}")
-    return CheckResult(name, f"top-{k} sets", not bad, tuple(lines))
+        lines.append(f"  {seen.row_name(i)!r}: reference {sorted(ref_sets[i])} candidate {sorted(cand_sets[i])}")
+    return CheckResult(seen.output, f"top-{k} sets", not bad, tuple(lines))
 
 
-def _cosine(
-    name: str, ref: NDArray[Any], cand: NDArray[Any], minimum: float, variant: str, rows: Sequence[str]
-) -> CheckResult:
-    a, b = _rows(ref), _rows(cand)
+def _cosine(seen: Compared, minimum: float) -> CheckResult:
+    a, b = seen.rows()
     norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         cos = np.where(norms > 0, (a * b).sum(axis=1) / np.where(norms > 0, norms, 1.0), 1.0)
@@ -102,10 +164,38 @@ def _cosine(
     worst = int(np.argmin(cos))
     ok = bool(cos[worst] >= minimum)
     lines = [
-        f"cosine similarity of {name!r}: {variant!r} min {cos[worst]:.6f} (required >= {minimum:g}) "
-        f"at sample {_row_name(rows, worst)!r}; {int((cos < minimum).sum())} of {len(cos)} rows below"
+        f"cosine similarity of {seen.output!r}: {seen.variant!r} min {cos[worst]:.6f} (required >= {minimum:g}) "
+        f"at sample {seen.row_name(worst)!r}; {int((cos < minimum).sum())} of {len(cos)} rows below"
     ]
-    return CheckResult(name, f"cosine >= {minimum:g}", ok, tuple(lines))
+    return CheckResult(seen.output, f"cosine >= {minimum:g}", ok, tuple(lines))
+
+
+# the derived checks by key, run in this order after an output's tolerance check
+DERIVED_CHECKS: dict[str, DerivedCheck] = {
+    check.key: check
+    for check in (
+        DerivedCheck("argmax", _flag, _argmax),
+        DerivedCheck("top_k", _count, _top_k),
+        DerivedCheck("cosine", _similarity, _cosine),
+    )
+}
+OUTPUT_KEYS = frozenset({"preset", "atol", "rtol"})  # an output's tolerance; the derived checks' keys beside them
+
+
+def register_check(check: DerivedCheck, *, replace: bool = False) -> None:
+    """Make ``check`` declarable as ``check.key`` in ``[parity.outputs.NAME]``; a taken key needs ``replace``."""
+    if check.key in OUTPUT_KEYS or (check.key in DERIVED_CHECKS and not replace):
+        taken = ", ".join(sorted(OUTPUT_KEYS | set(DERIVED_CHECKS)))
+        raise ConfigError(
+            f"contract check key={check.key!r} is taken (taken: {taken}); "
+            "pick another key, or pass replace=True to replace a derived check"
+        )
+    DERIVED_CHECKS[check.key] = check
+
+
+def unregister_check(key: str) -> None:
+    """Forget the derived check declared as ``key``."""
+    DERIVED_CHECKS.pop(key, None)
 
 
 def compare_outputs(
@@ -138,12 +228,10 @@ def compare_outputs(
         results.append(_tolerance(check.name, ref, cand, tol, variant, reference_name, row_ids))
         if ref.shape != cand.shape or ref.dtype.kind not in "biuf" or cand.dtype.kind not in "biuf":
             continue  # the tolerance check names the mismatch; derived checks need numbers of one shape
-        if check.argmax:
-            results.append(_argmax(check.name, ref, cand, variant, reference_name, row_ids))
-        if check.top_k is not None:
-            results.append(_top_k(check.name, ref, cand, check.top_k, variant, row_ids))
-        if check.cosine is not None:
-            results.append(_cosine(check.name, ref, cand, check.cosine, variant, row_ids))
+        seen = Compared(check.name, ref, cand, variant, reference_name, row_ids)
+        for key, derived in DERIVED_CHECKS.items():
+            if key in check.derived:
+                results.append(derived.run(seen, check.derived[key]))
     return results
 
 

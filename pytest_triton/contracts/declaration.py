@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_triton.bench.relative import RelativeBudget
+from pytest_triton.bench.stats import PERCENTILES
 from pytest_triton.config.toml import KeyPath
 from pytest_triton.config.toml import TomlDocument
 from pytest_triton.config.toml import parse_toml
@@ -27,8 +28,9 @@ from pytest_triton.config.values import MAX_RATIO
 from pytest_triton.config.values import MAX_SECONDS
 from pytest_triton.config.values import MAX_TENSOR_ELEMENTS
 from pytest_triton.config.values import integer_problem
+from pytest_triton.contracts.checks import DERIVED_CHECKS
+from pytest_triton.contracts.checks import OUTPUT_KEYS
 from pytest_triton.contracts.declaration_streams import check_streams
-from pytest_triton.contracts.spec import PERCENTILES
 from pytest_triton.contracts.spec import PRECISIONS
 from pytest_triton.contracts.spec import PROTOCOLS
 from pytest_triton.contracts.spec import REQUIREMENTS
@@ -218,7 +220,7 @@ def _outputs(read: TableReader, data: Any) -> tuple[OutputCheck, ...]:
     checks = []
     for name, table in outputs.items():
         keys = ("parity", "outputs", name)
-        table = read.table(table, keys, {"preset", "atol", "rtol", "argmax", "top_k", "cosine"})
+        table = read.table(table, keys, {*OUTPUT_KEYS, *DERIVED_CHECKS})
         tol = None
         if "preset" in table or "atol" in table or "rtol" in table:
             preset = read.choice(table, (*keys, "preset"), PRECISIONS, "fp32")
@@ -232,12 +234,15 @@ def _outputs(read: TableReader, data: Any) -> tuple[OutputCheck, ...]:
                 rtol=given.get("rtol", base.rtol),
                 name=f"{preset}+custom" if given else preset,
             )
-        argmax = table.get("argmax", False)
-        if not isinstance(argmax, bool):
-            raise read.bad((*keys, "argmax"), argmax, "true or false")
-        cosine = read.number(table, (*keys, "cosine"), minimum=-1, maximum=1) if "cosine" in table else None
-        top_k = read.integer(table, (*keys, "top_k"), 1) if "top_k" in table else None
-        checks.append(OutputCheck(name, tol, argmax=argmax, top_k=top_k, cosine=cosine))
+        derived: dict[str, Any] = {}
+        for key in (key for key in DERIVED_CHECKS if key in table):
+            try:
+                setting = DERIVED_CHECKS[key].parse(table[key])
+            except ValueError as exc:
+                raise read.bad((*keys, key), table[key], str(exc)) from None
+            if setting is not False:  # a check declared false is off
+                derived[key] = setting
+        checks.append(OutputCheck(name, tol, derived=derived))
     return tuple(checks)
 
 

@@ -20,8 +20,8 @@ from pytest_triton.contracts.spec import Declaration
 from pytest_triton.contracts.spec import Variant
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import VariantUnavailable
-from pytest_triton.servers.base import TritonServer
 from pytest_triton.servers.factory import ServerFactory
+from pytest_triton.servers.protocol import TritonServer
 
 __all__ = ["ContractServers", "ServedVariant", "VariantUnavailable"]
 

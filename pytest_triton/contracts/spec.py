@@ -18,7 +18,6 @@ from pytest_triton.parity.tensors import TOLERANCE_PRESETS
 from pytest_triton.parity.tensors import Tolerance
 
 __all__ = [
-    "PERCENTILES",
     "PRECISIONS",
     "PROTOCOLS",
     "REQUIREMENTS",
@@ -42,7 +41,6 @@ PRECISIONS = ("fp32", "tf32", "fp16", "int8")
 REQUIREMENTS = ("gpu", "tensorrt")
 # "stream": gRPC bidirectional streaming, every response of a decoupled model (client/streaming.py)
 PROTOCOLS = ("http", "grpc", "stream")
-PERCENTILES = (50, 90, 95, 99)
 
 
 def precision_tolerance(precision: str) -> Tolerance:
@@ -134,9 +132,8 @@ class OutputCheck:
 
     name: str
     tolerance: Tolerance | None = None
-    argmax: bool = False
-    top_k: int | None = None
-    cosine: float | None = None
+    # derived check key → its setting (contracts/checks.py's DERIVED_CHECKS): {"argmax": True, "top_k": 3}
+    derived: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
 
 @final

@@ -19,7 +19,7 @@ from typing import final
 
 from numpy.typing import NDArray
 
-from pytest_triton.bench.budgets import Verdict
+from pytest_triton.bench.absolute import Verdict
 from pytest_triton.bench.streams import StreamLatency
 from pytest_triton.bench.streams import evaluate_stream
 from pytest_triton.bench.streams import summarize_streams

@@ -1,19 +1,18 @@
 """The pytest side of baseline runs: ``--triton-baseline REF`` gives every declared variant a pair of items,
 ``FILE::parity[VARIANT@REF]`` and ``FILE::latency[VARIANT/VARIANT@REF]``, and the run a verdict table.
 
-plugin.py calls :func:`add_options` from its ``pytest_addoption``; that registers this module as a plugin of
-its own (its hooks below). The base is read once, when pytest starts: an unknown ref stops the run there.
+The plugin's hooks call :func:`configure`, :func:`baseline_collectors` and :func:`write_verdict_section`; the
+options are in the one table (:mod:`pytest_triton.plugin.options`). The base is read once, when pytest starts:
+an unknown ref stops the run there.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 import warnings
 from collections.abc import Callable
-from collections.abc import Generator
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
@@ -27,6 +26,7 @@ from pytest_triton.errors import ContractFailure
 from pytest_triton.errors import PytestTritonError
 from pytest_triton.errors import TritonInconclusiveWarning
 from pytest_triton.errors import VariantUnavailable
+from pytest_triton.plugin import options
 from pytest_triton.plugin.contract_items import CONTRACTS_KEY
 from pytest_triton.plugin.contract_items import ContractItem
 from pytest_triton.plugin.shards import contracts_name
@@ -42,36 +42,6 @@ if TYPE_CHECKING:
     from pytest_triton.contracts.serving import ContractServers
     from pytest_triton.plugin.server_factory import TritonServerFactory
 
-PLUGIN_NAME = "pytest-triton-baseline"
-MARKER = "triton_baseline: Item of a --triton-baseline pair (select them with -m triton_baseline)"
-
-
-def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
-    """The baseline options, and this module's hooks (called once from plugin.py's pytest_addoption)."""
-    group = parser.getgroup("triton")
-    group.addoption(
-        "--triton-baseline",
-        metavar="REF",
-        default=None,
-        help="Serve every declared variant as it is at REF (a git ref such as origin/main, or a folder) beside "
-        "the working tree's: items parity[VARIANT@REF] and latency[VARIANT/VARIANT@REF] and a verdict table",
-    )
-    group.addoption(
-        "--triton-baseline-unchanged",
-        action="store_true",
-        default=False,
-        help="With --triton-baseline: compare variants whose repository did not change too (default: skipped)",
-    )
-    group.addoption(
-        "--triton-verdict",
-        metavar="FILE",
-        default=None,
-        help="With --triton-baseline: write the verdict table (markdown) to FILE, as well as to "
-        "$GITHUB_STEP_SUMMARY when that is set",
-    )
-    if not pluginmanager.has_plugin(PLUGIN_NAME):
-        pluginmanager.register(sys.modules[__name__], PLUGIN_NAME)
-
 
 @dataclass
 class BaselineState:
@@ -86,10 +56,9 @@ class BaselineState:
 BASELINE_KEY = pytest.StashKey[BaselineState]()
 
 
-@pytest.hookimpl(trylast=True)  # after plugin.py's: the contracts files are read
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", MARKER)
-    ref = config.getoption("triton_baseline")
+def configure(config: pytest.Config) -> None:
+    """Open the base of ``--triton-baseline`` and pair the contracts' variants (after the contracts are read)."""
+    ref = options.text(config, "triton_baseline")
     if not ref:
         return
     from pytest_triton.baseline import VerdictRow
@@ -154,7 +123,7 @@ def _row(request: pytest.FixtureRequest, pair: Pair) -> VerdictRow:
 
 
 def _not_compared(config: pytest.Config, pair: Pair) -> str | None:
-    if pair.compared(unchanged=bool(config.getoption("triton_baseline_unchanged"))):
+    if pair.compared(unchanged=options.flag(config, "triton_baseline_unchanged")):
         return None
     return f"variant {pair.name!r}: {pair.reason}"
 
@@ -239,22 +208,20 @@ class BaselineFile(pytest.File):
         return items
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_make_collect_report(
-    collector: pytest.Collector,
-) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
-    # the pairs join the session's collect report as the contracts files' own items do (node ids, -k, -m)
-    report = yield
-    state = collector.config.stash.get(BASELINE_KEY, None)
-    if isinstance(collector, pytest.Session) and report.passed and state is not None:
-        by_file: dict[Path, list[Pair]] = {}
-        for pair in state.pairs:
-            by_file.setdefault(pair.declaration.path, []).append(pair)
-        report.result.extend(BaselineFile.from_parent(collector, path=p, pairs=own) for p, own in by_file.items())
-    return report
+def baseline_collectors(session: pytest.Session) -> list[BaselineFile]:
+    """The pairs, one collector per contracts file: they join the session's collect report as the contracts
+    files' own items do (node ids, -k, -m)."""
+    state = session.config.stash.get(BASELINE_KEY, None)
+    if state is None:
+        return []
+    by_file: dict[Path, list[Pair]] = {}
+    for pair in state.pairs:
+        by_file.setdefault(pair.declaration.path, []).append(pair)
+    return [BaselineFile.from_parent(session, path=path, pairs=own) for path, own in by_file.items()]
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
+def write_verdict_section(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """The ``triton verdict`` section, and the table written to --triton-verdict FILE and the step summary."""
     state = config.stash.get(BASELINE_KEY, None)
     if state is None or not state.ran or hasattr(config, "workerinput"):
         return
@@ -266,7 +233,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     terminalreporter.section("triton verdict")
     for line in text.splitlines()[1:]:  # the marker is for the comment, not the terminal
         terminalreporter.write_line(line)
-    named = config.getoption("triton_verdict")
+    named = options.text(config, "triton_verdict")
     path = Path(named) if named else None
     for written in write_verdict(text, path, step_summary=os.environ.get("GITHUB_STEP_SUMMARY")):
         terminalreporter.write_line(f"verdict written: {written}")

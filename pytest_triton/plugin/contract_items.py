@@ -21,6 +21,7 @@ from typing import NoReturn
 import pytest
 
 from pytest_triton.errors import ContractFailure
+from pytest_triton.plugin.items import TritonItem
 from pytest_triton.plugin.workers import latency_skip_reason
 
 if TYPE_CHECKING:
@@ -44,15 +45,19 @@ CONTRACTS_KEY = pytest.StashKey[ContractsState]()
 
 def load_contracts(config: pytest.Config) -> None:
     """Read and validate every contracts file (an invalid one is a usage error: the run stops before tests)."""
+    from pytest_triton.plugin.options import contract_paths
+
+    state = config.stash[CONTRACTS_KEY] = ContractsState()
+    paths = contract_paths(config)
+    if not paths:  # nothing to read: the contracts code is not imported
+        return
     from pytest_triton.contracts.declaration import check_declared_files
     from pytest_triton.contracts.declaration import load_declaration
     from pytest_triton.errors import ConfigError
-    from pytest_triton.plugin.options import contract_paths
     from pytest_triton.servers.registry import launcher_class
 
-    state = ContractsState()
     # each problem is one line that names the file, line:col and key: no traceback, no error per item
-    for path in contract_paths(config):
+    for path in paths:
         try:
             declaration = load_declaration(path, check_launcher=launcher_class)
         except ConfigError as exc:
@@ -62,7 +67,6 @@ def load_contracts(config: pytest.Config) -> None:
         except ConfigError as exc:
             raise pytest.UsageError(f"invalid file named by the contracts file {path}: {exc}") from None
         state.declarations.append(declaration)
-    config.stash[CONTRACTS_KEY] = state
 
 
 class ContractFile(pytest.File):
@@ -93,19 +97,13 @@ class ContractFile(pytest.File):
         return items
 
 
-class ContractItem(pytest.Function):
+class ContractItem(TritonItem, pytest.Function):
     """One contract check; fixtures come from the test function made for it."""
 
+    kind = "triton-contract"
+    line = 0
+    plain_failures = (ContractFailure, AssertionError)
     variant = ""  # the variant of the contracts file it checks (set by ContractFile.collect)
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        # Node.repr_failure takes a style, pytest's Function.repr_failure does not: never pass it on
-        if isinstance(excinfo.value, (ContractFailure, AssertionError)) and excinfo.value.args:
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
-
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, 0, f"triton-contract: {self.name}"
 
 
 def _run(request: pytest.FixtureRequest, declaration: Declaration, factory: TritonServerFactory) -> ContractRun:

@@ -1,8 +1,8 @@
 """pytest hooks of pytest-triton: options, markers, lint items, fixtures and the summary.
 
-Keep this module light: it imports the project's own light modules at the top, and nothing heavy
-(tritonclient, onnxruntime, docker, boto3, hypothesis, numpy): those are imported where a launcher, a
-client or a measurement uses them.
+Keep this module light: it imports only the plugin's own modules, the errors and the session's run id at the
+top; the contracts, the bench, the servers, the builder and the clients are imported when a session first uses
+them (tests/unit/plugin/test_light_import.py holds the list).
 """
 
 from __future__ import annotations
@@ -12,19 +12,15 @@ import dataclasses
 from collections.abc import Generator
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 
 import pytest
 
-from pytest_triton.bench.session import TritonBench
-from pytest_triton.client.triton import TritonClients
-from pytest_triton.cloud.metrics import SplitWindow
-from pytest_triton.cloud.metrics_wait import read_splits
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import PytestTritonError
-from pytest_triton.hardware import require_gpu
+from pytest_triton.plugin import baseline_items
 from pytest_triton.plugin import options
-from pytest_triton.plugin.baseline_items import add_options as add_baseline_options
 from pytest_triton.plugin.contract_items import CONTRACTS_KEY
 from pytest_triton.plugin.contract_items import add_late_notes
 from pytest_triton.plugin.contract_items import contract_collectors
@@ -35,28 +31,29 @@ from pytest_triton.plugin.lint_items import lint_collectors
 from pytest_triton.plugin.properties import machine_info as triton_machine_info
 from pytest_triton.plugin.properties import record_bench_properties
 from pytest_triton.plugin.properties import run_info as triton_run_info
-from pytest_triton.plugin.server_factory import TritonServerFactory
-from pytest_triton.plugin.server_factory import attach_server_logs
-from pytest_triton.plugin.server_factory import check_launcher
-from pytest_triton.plugin.server_factory import session_bench
-from pytest_triton.plugin.server_factory import summary_lines
 from pytest_triton.plugin.shards import configure_shard
 from pytest_triton.plugin.shards import select_shard
 from pytest_triton.plugin.shards import shard_entry
 from pytest_triton.plugin.state import BENCH_KEY
+from pytest_triton.plugin.state import STATE_KEY
 from pytest_triton.plugin.state import SessionState
 from pytest_triton.plugin.state import session_state
+from pytest_triton.plugin.state import started_servers
 from pytest_triton.plugin.workers import check_workers
 from pytest_triton.plugin.workers import configure_worker
 from pytest_triton.plugin.workers import device_label
 from pytest_triton.plugin.workers import receive_report
 from pytest_triton.plugin.workers import send_report
-from pytest_triton.repository.builder import RepositoryBuilder
-from pytest_triton.servers.base import TritonServer
-from pytest_triton.servers.docker.owners import begin_session_run
-from pytest_triton.servers.docker.owners import end_of_run
-from pytest_triton.servers.docker.owners import end_session_run
-from pytest_triton.servers.docker.owners import run_id
+from pytest_triton.servers.session_run import begin_session_run
+from pytest_triton.servers.session_run import end_session_run
+from pytest_triton.servers.session_run import run_id
+
+if TYPE_CHECKING:
+    from pytest_triton.bench.session import TritonBench
+    from pytest_triton.client.triton import TritonClients
+    from pytest_triton.plugin.server_factory import TritonServerFactory
+    from pytest_triton.repository.builder import RepositoryBuilder
+    from pytest_triton.servers.protocol import TritonServer
 
 MARKERS = {
     "triton_gpu": "Test needs a GPU; runs only with --triton-gpu (short form --gpu)",
@@ -64,12 +61,12 @@ MARKERS = {
     "triton_cloud": "Test needs a SageMaker endpoint; runs only with --triton-cloud (short form --cloud)",
     "triton_lint": "Lint item of a model folder (select them with -m triton_lint)",
     "triton_contract": "Item of a contracts file (select them with -m triton_contract)",
+    "triton_baseline": "Item of a --triton-baseline pair (select them with -m triton_baseline)",
 }
 
 
-def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
-    add_baseline_options(parser, pluginmanager)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -101,6 +98,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_RUN_KEY] = begin_session_run()
     options.check(config)
     if options.flag(config, "triton_gpu"):
+        from pytest_triton.hardware import require_gpu
+
         try:
             require_gpu()
         except PytestTritonError as exc:
@@ -110,7 +109,7 @@ def pytest_configure(config: pytest.Config) -> None:
     configure_shard(config)
 
     try:  # an unknown launcher or setting fails before any test runs, listing the known ones
-        check_launcher(config)
+        options.check_launcher(config)
         options.budgets_margin(config)
         if options.text(config, "triton_budgets"):  # a named budget file is checked before any test runs
             _bench(config)
@@ -118,6 +117,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from exc
     load_contracts(config)
     config.stash[CONTRACTS_KEY].device = device_label(config)
+    baseline_items.configure(config)  # after the contracts: it pairs their variants
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -137,12 +137,21 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         return
 
     run, previous = config.stash[_RUN_KEY]
-    if options.launcher_name(config) == "docker":  # this session's containers: its own, and those of its dead workers
-        end_of_run(run)
-    end_session_run(previous)
+    try:
+        # what the session's run left (its workers' servers too): the launcher cleans up its own; a session that
+        # neither named a launcher nor started a server loads none
+        if options.launcher_chosen(config) or started_servers(config):
+            from pytest_triton.servers.registry import end_session
+
+            with contextlib.suppress(ConfigError):  # a launcher that cannot be loaded (the run stopped) started none
+                end_session(options.launcher_name(config), run)
+    finally:
+        end_session_run(previous)
 
 
 def _bench(config: pytest.Config) -> TritonBench:
+    from pytest_triton.plugin.server_factory import session_bench
+
     if BENCH_KEY not in config.stash:
         config.stash[BENCH_KEY] = session_bench(config)
         config.stash[BENCH_KEY].device = device_label(config)
@@ -159,6 +168,7 @@ def pytest_make_collect_report(
     if isinstance(collector, pytest.Session) and report.passed:
         report.result.extend(lint_collectors(collector))
         report.result.extend(contract_collectors(collector))
+        report.result.extend(baseline_items.baseline_collectors(collector))
     return report
 
 
@@ -182,6 +192,8 @@ def triton_repository(tmp_path: Path) -> RepositoryBuilder:
     Add ONNX models, python models, ensembles and TensorRT plans; configs are written through
     Triton's own schema and the result is linted before any server can start on it.
     """
+    from pytest_triton.repository.builder import RepositoryBuilder
+
     return RepositoryBuilder(tmp_path / "model_repository")
 
 
@@ -194,6 +206,8 @@ def triton_server_factory(
     ``triton_server_factory.start(repository)`` serves a repository with the session's launcher
     (``--triton-launcher``) and returns it once ready; ``server.transport()`` and ``server.clients()`` reach it.
     """
+    from pytest_triton.plugin.server_factory import TritonServerFactory
+
     try:
         factory = TritonServerFactory.from_config(request.config, tmp_path_factory.mktemp("triton-staging"))
     except ConfigError as exc:
@@ -217,6 +231,8 @@ def triton_client(triton_server: TritonServer) -> TritonClients:
     A server that has crashed fails the test here, at setup, saying how it ended, instead of "connection
     refused". A server a test starts itself hands out its own: ``triton_server_factory.start(PATH).clients()``.
     """
+    from pytest_triton.client.triton import TritonClients
+
     triton_server.check_alive()
     return TritonClients.connect(triton_server)
 
@@ -234,8 +250,10 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    if started_servers(item.config):  # a failing test gets the logs of the servers it used
+        from pytest_triton.plugin.server_factory import attach_server_logs
 
-    attach_server_logs(item, report)
+        attach_server_logs(item, report)
     return report
 
 
@@ -283,40 +301,28 @@ def _owner(state: SessionState, name: str) -> Iterator[None]:
 
 
 def _read_late_notes(terminalreporter: pytest.TerminalReporter, config: pytest.Config, exitstatus: int) -> None:
-    """Read what the latency results could only get after the tests (CloudWatch's split of each SageMaker
-    window), waiting up to --triton-cloud-metrics-wait; an interrupted session reads once and does not wait."""
+    """Read what the latency results could only get after the tests (each kind of late note reads its own),
+    waiting up to --triton-cloud-metrics-wait; an interrupted session reads once and does not wait."""
     bench = config.stash.get(BENCH_KEY, None)
     if bench is None or not bench.late:
         return
 
-    windows = [late for _, late in bench.late if isinstance(late, SplitWindow)]  # the only kind made today
     wait = 0.0 if exitstatus == pytest.ExitCode.INTERRUPTED else options.number(config, "triton_cloud_metrics_wait")
-    terminalreporter.section("triton cloud metrics")
-    terminalreporter.write_line(
-        f"reading CloudWatch's split of {len(windows)} latency window(s) at session end "
-        f"(SageMaker publishes it per minute; waiting up to {wait:g} s after the last window)"
-    )
-    reads = read_splits(windows, wait_s=wait, progress=terminalreporter.write_line)
-    described = iter(read.describe() for read in reads)
-    notes = [next(described) if isinstance(late, SplitWindow) else late.placeholder for _, late in bench.late]
-    by_variant: dict[str, list[str]] = {}
-    for result, note in zip(bench.settle(notes), notes):
-        by_variant.setdefault(result.variant, []).append(note)
-    add_late_notes(config, by_variant)
-    complete = sum(read.complete for read in reads)
-    terminalreporter.write_line(f"complete for {complete} of {len(reads)} window(s); each variant's notes say more")
+    terminalreporter.section("triton late notes")
+    add_late_notes(config, bench.read_late(wait_s=wait, progress=terminalreporter.write_line))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):  # an xdist worker's output is not shown: its rows went to the controller
         return
+    baseline_items.write_verdict_section(terminalreporter, config)
     _read_late_notes(terminalreporter, config, exitstatus)
-
-    lines = summary_lines(config)
-    if lines:
-        terminalreporter.section("triton")
-        for line in lines:
-            terminalreporter.write_line(line)
+    if STATE_KEY in config.stash:
+        lines = config.stash[STATE_KEY].summary_lines()
+        if lines:
+            terminalreporter.section("triton")
+            for line in lines:
+                terminalreporter.write_line(line)
     report = options.text(config, "triton_report")
     lines = contract_lines(config)
     if lines:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_triton.errors import LintFailed
+from pytest_triton.plugin.items import TritonItem
 
 if TYPE_CHECKING:
     from pytest_triton.lint.finding import Finding
@@ -26,11 +27,14 @@ class TritonLintFailure(LintFailed):
     """Raised by a lint item; carries the findings that failed it (the errors.py LintFailed)."""
 
     def __init__(self, findings: list[Finding]) -> None:
-        super().__init__(f"{len(findings)} lint error(s)", findings)
+        super().__init__("\n".join(f.format() for f in findings), findings)
 
 
-class TritonLintItem(pytest.Item):
+class TritonLintItem(TritonItem):
     """Lint findings of one model folder (or of a repository's root, or of a model.tar.gz)."""
+
+    kind = "triton-lint"
+    plain_failures = (TritonLintFailure,)
 
     def __init__(self, *, findings: list[Finding], **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -44,14 +48,6 @@ class TritonLintItem(pytest.Item):
         errors = [f for f in self.findings if f.severity == "error"]
         if errors:
             raise TritonLintFailure(errors)
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: object = None) -> str:
-        if isinstance(excinfo.value, TritonLintFailure):
-            return "\n".join(f.format() for f in excinfo.value.findings)
-        return str(super().repr_failure(excinfo))
-
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"triton-lint: {self.name}"
 
 
 class TritonLintTarget(pytest.Collector):

@@ -1,7 +1,7 @@
 """The plugin's options: one table, each option with its ini twin, its default in its help, parsed here.
 
 Everything is namespaced (``--triton-*``, ini ``triton_*``), so that installing the plugin adds nothing a
-user's conftest or another plugin could clash with. The mission's short spellings ``--gpu``, ``--cloud`` and
+user's conftest or another plugin could clash with. The short spellings ``--gpu``, ``--cloud`` and
 ``--cloud --endpoint NAME`` are not registered as options: once every plugin and the initial conftests have
 added theirs (:func:`translate_short_forms`, from ``pytest_load_initial_conftests``), a short form that nothing
 else in the session defines is rewritten to its ``--triton-*`` option before pytest parses the command line;
@@ -156,6 +156,24 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("triton_report", "Write the latency report to PATH.json, PATH.md, PATH.svg", metavar="PATH"),
     Option(
+        "triton_baseline",
+        "Serve every declared variant as it is at REF (a git ref such as origin/main, or a folder) beside "
+        "the working tree's: items parity[VARIANT@REF] and latency[VARIANT/VARIANT@REF] and a verdict table",
+        metavar="REF",
+    ),
+    Option(
+        "triton_baseline_unchanged",
+        "With --triton-baseline: compare variants whose repository did not change too (default: skipped)",
+        "flag",
+        False,
+    ),
+    Option(
+        "triton_verdict",
+        "With --triton-baseline: write the verdict table (markdown) to FILE, as well as to "
+        "$GITHUB_STEP_SUMMARY when that is set",
+        metavar="FILE",
+    ),
+    Option(
         "triton_shard",
         "Run shard K of N of the contract items (by variant; N alone: the index from JOB_COMPLETION_INDEX or "
         "PYTEST_TRITON_SHARD_INDEX, 0-based); merge the shards' reports with python -m pytest_triton report merge",
@@ -257,10 +275,13 @@ def parse_number(text: str, where: str, kind: str = "seconds") -> float:
 
 def budgets_margin(config: pytest.Config) -> float:
     """``--triton-budgets-margin`` as a factor >= 1; a UsageError naming the option and the value otherwise."""
+    value, where = _source(config, "triton_budgets_margin")
+    default = BY_NAME["triton_budgets_margin"].default
+    if str(value) == default:  # the default needs no check: a session that records nothing imports no bench code
+        return float(default)
     from pytest_triton.bench.budgets_record import parse_margin
     from pytest_triton.errors import ConfigError
 
-    value, where = _source(config, "triton_budgets_margin")
     try:
         return parse_margin(str(value), where)
     except ConfigError as exc:
@@ -397,6 +418,35 @@ def launcher_name(config: pytest.Config) -> str:
     if flag(config, "triton_cloud"):
         return "sagemaker"
     return text(config, "triton_launcher") or ("url" if text(config, "triton_url") else DEFAULT_LAUNCHER)
+
+
+def launcher_chosen(config: pytest.Config) -> bool:
+    """Whether the session names its launcher (--triton-cloud, --triton-launcher, --triton-url or their ini
+    twins) instead of taking the default."""
+    return flag(config, "triton_cloud") or bool(text(config, "triton_launcher") or text(config, "triton_url"))
+
+
+def launcher_settings(config: pytest.Config) -> dict[str, Any]:
+    """The launcher settings of the session: ``--triton-setting KEY=VALUE`` (over ini ``triton_settings``) and
+    the options that are settings of one launcher (``--triton-url``, ``--triton-image``, ``--triton-endpoint``)."""
+    found: dict[str, Any] = dict(settings(config))
+    named = (
+        ("triton_url", "url"),
+        ("triton_image", "image"),
+        ("triton_endpoint", "endpoint"),
+        ("triton_report", "report"),
+    )
+    for option, key in named:
+        if text(config, option):
+            found[key] = text(config, option)
+    return found
+
+
+def check_launcher(config: pytest.Config) -> None:
+    """ConfigError for an unknown launcher (listing the known ones) or a setting it does not read (listing its)."""
+    from pytest_triton.servers.registry import check_settings
+
+    check_settings(launcher_name(config), launcher_settings(config))
 
 
 def check(config: pytest.Config) -> None:

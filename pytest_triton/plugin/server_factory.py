@@ -13,7 +13,6 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
-from typing import Any
 from typing import final
 
 import pytest
@@ -23,36 +22,13 @@ from pytest_triton.plugin import options
 from pytest_triton.plugin.state import STATE_KEY
 from pytest_triton.plugin.state import SessionState
 from pytest_triton.plugin.state import session_state
-from pytest_triton.servers.base import ServeOptions
-from pytest_triton.servers.base import TritonServer
 from pytest_triton.servers.factory import ServerFactory
 from pytest_triton.servers.logs import without_gpu_noise
+from pytest_triton.servers.protocol import ServeOptions
+from pytest_triton.servers.protocol import TritonServer
 
 if TYPE_CHECKING:
     from pytest_triton.bench.session import TritonBench
-
-
-def launcher_settings(config: pytest.Config) -> dict[str, Any]:
-    """The launcher settings of the session: ``--triton-setting KEY=VALUE`` (over ini ``triton_settings``) and
-    the options that are settings of one launcher (``--triton-url``, ``--triton-image``, ``--triton-endpoint``)."""
-    found: dict[str, Any] = dict(options.settings(config))
-    named = (
-        ("triton_url", "url"),
-        ("triton_image", "image"),
-        ("triton_endpoint", "endpoint"),
-        ("triton_report", "report"),
-    )
-    for option, key in named:
-        if options.text(config, option):
-            found[key] = options.text(config, option)
-    return found
-
-
-def check_launcher(config: pytest.Config) -> None:
-    """ConfigError for an unknown launcher (listing the known ones) or a setting it does not read (listing its)."""
-    from pytest_triton.servers.registry import check_settings
-
-    check_settings(options.launcher_name(config), launcher_settings(config))
 
 
 def session_hardware(config: pytest.Config) -> tuple[str | None, str]:
@@ -64,7 +40,7 @@ def session_hardware(config: pytest.Config) -> tuple[str | None, str]:
         return named, ""
     from pytest_triton.servers.sagemaker.endpoint import endpoint_hardware
 
-    return endpoint_hardware(ServeOptions(settings=launcher_settings(config)))
+    return endpoint_hardware(ServeOptions(settings=options.launcher_settings(config)))
 
 
 def budgets_path(config: pytest.Config) -> tuple[Path | None, bool]:
@@ -143,7 +119,7 @@ class TritonServerFactory(ServerFactory):
 
     @classmethod
     def from_config(cls, config: pytest.Config, staging: Path) -> TritonServerFactory:
-        settings = launcher_settings(config)
+        settings = options.launcher_settings(config)
         serve = ServeOptions(
             gpu=options.flag(config, "triton_gpu"),
             startup_timeout=options.number(config, "triton_startup_timeout"),
@@ -228,10 +204,3 @@ def attach_server_logs(item: pytest.Item, report: pytest.TestReport) -> None:
             continue  # its log is attached once, where the crash was first seen
         if tail := _tail(server):
             report.sections.append((f"tritonserver {index} log (last 50 lines)", tail))
-
-
-def summary_lines(config: pytest.Config) -> list[str]:
-    state = config.stash.get(STATE_KEY, None)
-    if state is None:
-        return []
-    return list(dict.fromkeys(state.changes)) + state.notes

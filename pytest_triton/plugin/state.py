@@ -14,7 +14,7 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_triton.bench.session import TritonBench
-    from pytest_triton.servers.base import TritonServer
+    from pytest_triton.servers.protocol import TritonServer
 
 
 @dataclass
@@ -27,6 +27,10 @@ class SessionState:
     starting: list[str] = field(default_factory=list)  # the fixtures being set up now, innermost last
     changes: list[str] = field(default_factory=list)  # what launchers changed to serve repositories
 
+    def summary_lines(self) -> list[str]:
+        """The terminal summary's ``triton`` section: what launchers changed (each once), then the notes."""
+        return list(dict.fromkeys(self.changes)) + self.notes
+
 
 STATE_KEY = pytest.StashKey[SessionState]()
 
@@ -35,6 +39,12 @@ def session_state(config: pytest.Config) -> SessionState:
     if STATE_KEY not in config.stash:
         config.stash[STATE_KEY] = SessionState()
     return config.stash[STATE_KEY]
+
+
+def started_servers(config: pytest.Config) -> bool:
+    """Whether this session started a server (its server code is imported then, not before)."""
+    state = config.stash.get(STATE_KEY, None)
+    return state is not None and bool(state.servers)
 
 
 BENCH_KEY: pytest.StashKey[TritonBench] = pytest.StashKey()  # the session's latency bench (made when first asked for)

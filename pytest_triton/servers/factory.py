@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_triton.servers.base import ServeOptions
-from pytest_triton.servers.base import TritonServer
+from pytest_triton.servers.protocol import ServeOptions
+from pytest_triton.servers.protocol import TritonServer
 from pytest_triton.servers.registry import DEFAULT_LAUNCHER
 from pytest_triton.servers.registry import launcher_class
 

@@ -9,7 +9,7 @@ testcontainers, the SageMaker ones boto3). Other packages add launchers through 
     my-cluster = "my_package.triton:ClusterLauncher"
 
 or, for a launcher defined in a test suite's own conftest.py, by calling :func:`register_launcher`. A
-launcher class follows :class:`~pytest_triton.servers.base.TritonServer`; ``--triton-launcher NAME``
+launcher class follows :class:`~pytest_triton.servers.protocol.TritonServer`; ``--triton-launcher NAME``
 (pytest) and ``--launcher NAME`` (``python -m pytest_triton serve``) pick it.
 """
 
@@ -93,8 +93,11 @@ def check_settings(name: str, settings: Mapping[str, object]) -> None:
     """ConfigError where ``settings`` (None values are not given) has a key launcher ``name`` does not read.
 
     A launcher lists its keys in a class attribute ``setting_keys`` (key → what it does); one without it (an
-    older package's) is not checked.
+    older package's) is not checked. A built-in launcher given no settings is not imported: a session that
+    never serves pays nothing for it.
     """
+    if name in _BUILTIN and name not in _registered and all(value is None for value in settings.values()):
+        return
     keys: Mapping[str, str] | None = getattr(launcher_class(name), "setting_keys", None)
     if keys is None:
         return
@@ -107,3 +110,12 @@ def check_settings(name: str, settings: Mapping[str, object]) -> None:
             f"setting {unknown[0]}={settings[unknown[0]]!r} is not one the {name!r} launcher reads "
             f"(--triton-setting, ini triton_settings); its settings: {known}"
         )
+
+
+def end_session(name: str, run: str) -> None:
+    """Let launcher ``name`` clean up what session run ``run`` left (its workers' too, even killed ones): its
+    ``end_session(run)`` class method, where it has one. The pytest controller calls this once its session ends.
+    """
+    ending = getattr(launcher_class(name), "end_session", None)
+    if ending is not None:
+        ending(run)

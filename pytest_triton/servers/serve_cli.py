@@ -26,10 +26,10 @@ from types import FrameType
 from typing import Any
 
 from pytest_triton.errors import PytestTritonError
-from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
-from pytest_triton.servers.base import ServeOptions
-from pytest_triton.servers.base import TritonServer
 from pytest_triton.servers.factory import ServerFactory
+from pytest_triton.servers.protocol import DEFAULT_STARTUP_TIMEOUT
+from pytest_triton.servers.protocol import ServeOptions
+from pytest_triton.servers.protocol import TritonServer
 from pytest_triton.servers.registry import DEFAULT_LAUNCHER
 from pytest_triton.servers.registry import check_settings
 from pytest_triton.servers.registry import launcher_names

@@ -17,12 +17,12 @@ from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
 from pytest_triton.repository.layout import model_folders
-from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
-from pytest_triton.servers.base import Prepared
-from pytest_triton.servers.base import ServeOptions
+from pytest_triton.servers.base import ServerBase
 from pytest_triton.servers.control import ControlKey
 from pytest_triton.servers.control import ModelControl
-from pytest_triton.servers.server import ServerBase
+from pytest_triton.servers.protocol import DEFAULT_STARTUP_TIMEOUT
+from pytest_triton.servers.protocol import Prepared
+from pytest_triton.servers.protocol import ServeOptions
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress

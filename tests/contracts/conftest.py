@@ -29,7 +29,7 @@ from pytest_triton.client.nli import load_samples
 from pytest_triton.client.reference import OnnxReference
 from pytest_triton.client.urls import InferenceEndpoint
 from pytest_triton.plugin.server_factory import TritonServerFactory
-from pytest_triton.servers.base import TritonServer
+from pytest_triton.servers.protocol import TritonServer
 
 pytest.importorskip("onnxruntime", reason="the reference variant needs onnxruntime (pip install '.[serve]')")
 

@@ -108,3 +108,28 @@ def test_an_unknown_launcher_is_a_usage_error(pytester: pytest.Pytester) -> None
         ["*launcher='nope' is not a known launcher (known: docker, local, sagemaker, sagemaker-local, url*"]
     )
     assert "passed" not in result.stdout.str()
+
+
+def test_a_launcher_cleans_up_at_the_session_end_without_the_hooks_naming_it(pytester: pytest.Pytester) -> None:
+    # a launcher that labels what it leaves with the session's run cleans it up in end_session(run): the
+    # controller calls it once, with the run id its workers shared, whatever the launcher is called
+    ended = pytester.path / "ended.txt"
+    pytester.makeconftest(
+        f"""
+        import os
+        from pytest_triton.servers.registry import register_launcher
+
+        class NotedLauncher:
+            @classmethod
+            def end_session(cls, run):
+                with open({str(ended)!r}, "a") as out:
+                    out.write(run + " " + os.environ["PYTEST_TRITON_RUN_ID"] + "\\n")
+
+        register_launcher("noted", NotedLauncher)
+        """
+    )
+    pytester.makepyfile("def test_nothing_served():\n    pass\n")
+    pytester.runpytest("--triton-launcher", "noted").assert_outcomes(passed=1)
+    ((run, current),) = [line.split() for line in ended.read_text().splitlines()]
+    assert run == current  # this session's own run, still set while it cleans up
+    assert len(run) == 16

@@ -176,3 +176,61 @@ def test_the_benchmark_checks_see_a_cycle_and_a_private_reach(tmp_path: Path) ->
     (root / "report.py").write_text("from benchmarks.phases import _serve\n")
     assert set(find_cycle(module_graph(root)) or []) == {"runner", "phases"}
     assert private_reaches(root) == ["report.py: phases._serve", "runner.py: phases._serve"]
+
+
+# -- docs/architecture.md's "Who imports whom", generated from the graph ------------------------------------------
+
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+_NAME_WIDTH = 21
+_LINE_WIDTH = 116
+
+
+def graph_lines(graph: dict[str, set[str]]) -> list[str]:
+    """The graph as the page draws it: one line per unit, each after every unit it imports (ties by name),
+    its imports after the name, wrapped under themselves."""
+    placed: list[str] = []
+    left = dict(graph)
+    while left:
+        ready = sorted(unit for unit, needs in left.items() if needs <= set(placed))
+        if not ready:  # a cycle: test_no_import_cycle_between_packages names it
+            ready = sorted(left)
+        placed.append(ready[0])
+        del left[ready[0]]
+    lines: list[str] = []
+    for unit in placed:
+        words = [f"{name}," for name in sorted(graph[unit])] or ["(nothing)"]
+        words[-1] = words[-1].rstrip(",")
+        line = unit.ljust(_NAME_WIDTH)
+        for word in words:
+            if len(line) + len(word) + 1 > _LINE_WIDTH and line.strip() != unit:
+                lines.append(line.rstrip())
+                line = " " * _NAME_WIDTH
+            line += word + " "
+        lines.append(line.rstrip())
+    return lines
+
+
+def drawn_lines(page: Path = ARCHITECTURE) -> list[str]:
+    """The code block under the page's "Who imports whom" heading."""
+    text = page.read_text(encoding="utf-8")
+    section = text[text.index("### Who imports whom") :]
+    start = section.index("```\n") + len("```\n")
+    return section[start : section.index("```", start)].rstrip("\n").split("\n")
+
+
+def test_architecture_page_draws_the_graph_of_the_code() -> None:
+    expected = graph_lines(package_graph())
+    assert drawn_lines() == expected, "docs/architecture.md's import picture drifted; paste:\n" + "\n".join(expected)
+
+
+def test_the_drawing_follows_a_new_import(tmp_path: Path) -> None:
+    # the verdict must be able to flip: a unit that starts importing another moves below it and names it
+    root = tmp_path / "pytest_triton"
+    for unit in ("alpha", "beta"):
+        (root / unit).mkdir(parents=True)
+        (root / unit / "__init__.py").write_text("")
+    (root / "__init__.py").write_text("")
+    top = "__init__             (nothing)"
+    assert graph_lines(package_graph(root)) == [top, "alpha                (nothing)", "beta                 (nothing)"]
+    (root / "alpha" / "mod.py").write_text("from pytest_triton.beta import x\n")
+    assert graph_lines(package_graph(root)) == [top, "beta                 (nothing)", "alpha                beta"]

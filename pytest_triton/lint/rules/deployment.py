@@ -84,7 +84,7 @@ def check_variable_dims_with_batching(model: ModelContext) -> None:
                 "D604",
                 f"input {tensor.name!r} has variable dims {list(tensor.dims)} with dynamic batching: only "
                 "requests of the same shape are batched together",
-                "pad every request to the maximum length (scenario 07 pads to 512) and fix the dims, "
+                "pad every request to the maximum length (e.g. a tokenizer's max_length, 512) and fix the dims, "
                 "or accept smaller batches",
                 "input",
                 index,

@@ -26,7 +26,6 @@ from pytest_triton.client.urls import LOCALHOST
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ServerError
 from pytest_triton.hardware import WORKER_GPUS_ENV
-from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.docker.engine import connect
 from pytest_triton.servers.docker.engine import default_ulimits
 from pytest_triton.servers.docker.engine import device_requests
@@ -45,6 +44,7 @@ from pytest_triton.servers.logs import LogFile
 from pytest_triton.servers.ports import PortReservation
 from pytest_triton.servers.process import make_owned_workdir
 from pytest_triton.servers.process import sweep_dead_owners
+from pytest_triton.servers.protocol import ServeOptions
 from pytest_triton.servers.wait import ProgressCallback
 
 DEFAULT_SHM_SIZE = "1g"

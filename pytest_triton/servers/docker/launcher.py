@@ -35,8 +35,9 @@ from typing import final
 
 from pytest_triton.repository.layout import model_folders
 from pytest_triton.repository.layout import require_folder
-from pytest_triton.servers.base import Prepared
-from pytest_triton.servers.base import ServeOptions
+from pytest_triton.servers.base import Deadline
+from pytest_triton.servers.base import ServerBase
+from pytest_triton.servers.base import tritonserver_args
 from pytest_triton.servers.control import ModelControl
 from pytest_triton.servers.docker.container import CONTAINER_SETTINGS
 from pytest_triton.servers.docker.container import DEFAULT_CONTAINER_STARTUP_TIMEOUT
@@ -46,9 +47,9 @@ from pytest_triton.servers.docker.container import container_settings
 from pytest_triton.servers.docker.engine import CONTAINER_PORTS
 from pytest_triton.servers.docker.image import CONTAINER_REPOSITORY
 from pytest_triton.servers.docker.image import stage_for_image
-from pytest_triton.servers.server import Budget
-from pytest_triton.servers.server import ServerBase
-from pytest_triton.servers.server import tritonserver_args
+from pytest_triton.servers.docker.owners import end_of_run
+from pytest_triton.servers.protocol import Prepared
+from pytest_triton.servers.protocol import ServeOptions
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import models_poll
@@ -133,6 +134,11 @@ class DockerLauncher(ServerBase):
         image = str(options.setting("image", DEFAULT_IMAGE))
         return cls(folder, image=image, **container_settings(options), **{**common, "startup_timeout": timeout})
 
+    @classmethod
+    def end_session(cls, run: str) -> None:
+        """At the session's end: remove the run's containers that are ours or whose owner is provably dead."""
+        end_of_run(run)
+
     @property
     def backends(self) -> frozenset[str]:
         """The backends of the image's ``/opt/tritonserver/backends`` (pulls and probes the image once)."""
@@ -189,7 +195,7 @@ class DockerLauncher(ServerBase):
             log_name=f"tritonserver-{attempt}.log",
         )
 
-    def _wait_ready(self, prepared: Prepared, budget: Budget) -> None:
+    def _wait_ready(self, prepared: Prepared, deadline: Deadline) -> None:
         """Ready: ``/v2/health/live`` and every model READY (the container's state checked at each poll),
         the SageMaker frontend's ``/ping`` where it serves one, and ``/v2/health/ready`` 200."""
         rest, models, sagemaker = self._control_rest(), list(prepared.models), self.urls.sagemaker
@@ -200,7 +206,7 @@ class DockerLauncher(ServerBase):
             return ping_poll(sagemaker) if poll.done and sagemaker else poll
 
         try:
-            wait_until(check, timeout=budget.left(), interval=0.25, progress=self.progress, log_tail=self.log_tail)
+            wait_until(check, timeout=deadline.left(), interval=0.25, progress=self.progress, log_tail=self.log_tail)
             self._require_health_ready(rest)
         finally:
             rest.close()

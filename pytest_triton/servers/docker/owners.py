@@ -2,8 +2,9 @@
 
 Every container the docker launcher starts carries::
 
-    org.pytest-triton.run-id       one id per pytest session, shared by its xdist workers ($PYTEST_TRITON_RUN_ID);
-                                   a nested session (pytester, a tool that runs pytest) gets a run of its own
+    org.pytest-triton.run-id       one id per pytest session, shared by its xdist workers
+                                   (:mod:`pytest_triton.servers.session_run`); a nested session (pytester,
+                                   a tool that runs pytest) gets a run of its own
     org.pytest-triton.owner        the owner token of the process that started it: its held lock proves it alive
                                    (:mod:`pytest_triton.servers.owner`)
     org.pytest-triton.owner-pid    that process's pid, PID namespace, start time and machine: for people
@@ -27,7 +28,6 @@ import contextlib
 import os
 import socket
 import threading
-import uuid
 from collections.abc import Callable
 from collections.abc import Mapping
 from pathlib import Path
@@ -38,6 +38,7 @@ from pytest_triton.servers.owner import liveness
 from pytest_triton.servers.owner import owner_token
 from pytest_triton.servers.owner import pid_namespace
 from pytest_triton.servers.process import process_start_time
+from pytest_triton.servers.session_run import run_id
 
 LABEL_PREFIX = "org.pytest-triton"
 RUN_ID = f"{LABEL_PREFIX}.run-id"
@@ -46,37 +47,6 @@ OWNER_PID = f"{LABEL_PREFIX}.owner-pid"
 OWNER_PIDNS = f"{LABEL_PREFIX}.owner-pidns"
 OWNER_START = f"{LABEL_PREFIX}.owner-start"
 OWNER_HOST = f"{LABEL_PREFIX}.owner-host"
-RUN_ID_ENV = "PYTEST_TRITON_RUN_ID"
-
-
-def run_id() -> str:
-    """This run's id: ``$PYTEST_TRITON_RUN_ID`` (set by :func:`begin_session_run`, inherited by xdist workers),
-    or a new one set here on first use."""
-    value = os.environ.get(RUN_ID_ENV)
-    if not value:
-        value = uuid.uuid4().hex[:16]
-        os.environ[RUN_ID_ENV] = value
-    return value
-
-
-def begin_session_run() -> tuple[str, str | None]:
-    """A new run for a pytest session that is not an xdist worker: (its id, the id it replaces).
-
-    A session never adopts an inherited id: a nested pytest would otherwise end by removing the outer
-    session's containers. The id is put in the environment for the session's xdist workers; give the
-    replaced one to :func:`end_session_run`."""
-    previous = os.environ.get(RUN_ID_ENV)
-    value = uuid.uuid4().hex[:16]
-    os.environ[RUN_ID_ENV] = value
-    return value, previous
-
-
-def end_session_run(previous: str | None) -> None:
-    """Put back the run id that :func:`begin_session_run` replaced (an in-process nested session ends)."""
-    if previous is None:
-        os.environ.pop(RUN_ID_ENV, None)
-    else:
-        os.environ[RUN_ID_ENV] = previous
 
 
 def host_id() -> str:

@@ -36,9 +36,10 @@ from pytest_triton.hardware import gpu_visible
 from pytest_triton.repository.layout import model_folders
 from pytest_triton.repository.layout import require_folder
 from pytest_triton.repository.layout import stage_copy
-from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
-from pytest_triton.servers.base import Prepared
-from pytest_triton.servers.base import ServeOptions
+from pytest_triton.servers.base import Deadline
+from pytest_triton.servers.base import ServerBase
+from pytest_triton.servers.base import adapt_for_backends
+from pytest_triton.servers.base import tritonserver_args
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import help_text
 from pytest_triton.servers.binary import resolve_binary
@@ -49,11 +50,10 @@ from pytest_triton.servers.logs import LogFile
 from pytest_triton.servers.logs import loaded_models
 from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.logs import server_error
+from pytest_triton.servers.protocol import DEFAULT_STARTUP_TIMEOUT
+from pytest_triton.servers.protocol import Prepared
+from pytest_triton.servers.protocol import ServeOptions
 from pytest_triton.servers.relay import SageMakerGuard
-from pytest_triton.servers.server import Budget
-from pytest_triton.servers.server import ServerBase
-from pytest_triton.servers.server import adapt_for_backends
-from pytest_triton.servers.server import tritonserver_args
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress
@@ -200,15 +200,15 @@ class LocalLauncher(ServerBase):
         )
         self._process.spawn(self.command, env, f"tritonserver-{attempt}.log", isolate=isolate)
 
-    def _wait_ready(self, prepared: Prepared, budget: Budget) -> None:
+    def _wait_ready(self, prepared: Prepared, deadline: Deadline) -> None:
         """Ready: every frontend started (read from the log), every startup model READY in the repository index,
         and ``/v2/health/ready`` 200."""
         log, models, rest = self._process.log, list(prepared.models), self._control_rest()
         assert log is not None
         frontends = [*FRONTENDS, *([SAGEMAKER_FRONTEND] if self.sagemaker else [])]
-        wait_for_frontends(log, frontends, models, self._check_running, budget, self.progress, self.log_tail)
+        wait_for_frontends(log, frontends, models, self._check_running, deadline, self.progress, self.log_tail)
         check_startup_models(rest, models, log.lines(), self.log_tail)
-        wait_models_ready(rest, models, timeout=budget.left(), progress=self.progress, log_tail=self.log_tail)
+        wait_models_ready(rest, models, timeout=deadline.left(), progress=self.progress, log_tail=self.log_tail)
         self._require_health_ready(rest)
         self._check_running()
 
@@ -231,7 +231,7 @@ def wait_for_frontends(
     frontends: Sequence[str],
     models: Sequence[str],
     check_running: Callable[[], None],
-    budget: Budget,
+    deadline: Deadline,
     progress: ProgressCallback | None,
     log_tail: Callable[[], str],
 ) -> None:
@@ -248,7 +248,7 @@ def wait_for_frontends(
             return Poll(False, f"{len(ok & set(models))}/{len(models)} models loaded, {len(failed)} failed")
         return Poll(True)
 
-    wait_until(check, timeout=budget.left(), interval=0.05, progress=progress, log_tail=log_tail)
+    wait_until(check, timeout=deadline.left(), interval=0.05, progress=progress, log_tail=log_tail)
 
 
 def check_startup_models(rest: TritonRest, models: list[str], lines: list[str], log_tail: Callable[[], str]) -> None:

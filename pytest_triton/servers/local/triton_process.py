@@ -23,6 +23,7 @@ from typing import final
 
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
+from pytest_triton.servers.base import PortInUse
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.logs import LogFile
 from pytest_triton.servers.ports import PortReservation
@@ -38,7 +39,6 @@ from pytest_triton.servers.relay import LoopbackRelay
 from pytest_triton.servers.relay import SageMakerGuard
 from pytest_triton.servers.sandbox import refuse_without_namespaces
 from pytest_triton.servers.sandbox import sandboxed
-from pytest_triton.servers.server import PortInUse
 
 
 @final

@@ -6,7 +6,7 @@
 there is no model control, and the transport is sagemaker-runtime's InvokeEndpoint. Its log is the
 CloudWatch log group ``/aws/sagemaker/Endpoints/NAME``.
 
-Settings read (from :class:`~pytest_triton.servers.base.ServeOptions`): :attr:`SageMakerLauncher.setting_keys`.
+Settings read (from :class:`~pytest_triton.servers.protocol.ServeOptions`): :attr:`SageMakerLauncher.setting_keys`.
 
 What lies between the launcher and AWS is its :class:`~pytest_triton.cloud.served.ServedEndpoint`: while a
 deployment exists, SIGTERM (a cancelled CI job) is turned into KeyboardInterrupt, so that it tears down as
@@ -32,11 +32,11 @@ from pytest_triton.client.urls import ServerUrls
 from pytest_triton.cloud.deploy import DeployOptions
 from pytest_triton.cloud.served import ServedEndpoint
 from pytest_triton.errors import ConfigError
-from pytest_triton.servers.base import Prepared
-from pytest_triton.servers.base import ServeOptions
+from pytest_triton.servers.base import ServerBase
 from pytest_triton.servers.process import make_owned_workdir
+from pytest_triton.servers.protocol import Prepared
+from pytest_triton.servers.protocol import ServeOptions
 from pytest_triton.servers.sagemaker.model_data import default_model_env
-from pytest_triton.servers.server import ServerBase
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress
 

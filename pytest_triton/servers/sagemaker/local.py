@@ -51,9 +51,10 @@ from pytest_triton.errors import ModelLoadError
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
 from pytest_triton.hardware import gpu_visible
-from pytest_triton.servers.base import DEFAULT_STARTUP_TIMEOUT
-from pytest_triton.servers.base import Prepared
-from pytest_triton.servers.base import ServeOptions
+from pytest_triton.servers.base import Deadline
+from pytest_triton.servers.base import Runner
+from pytest_triton.servers.base import ServerBase
+from pytest_triton.servers.base import adapt_for_backends
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import help_text
 from pytest_triton.servers.binary import resolve_binary
@@ -70,6 +71,9 @@ from pytest_triton.servers.local.triton_process import TritonProcess
 from pytest_triton.servers.logs import model_failure_reason
 from pytest_triton.servers.logs import server_error
 from pytest_triton.servers.ports import reserve_ports
+from pytest_triton.servers.protocol import DEFAULT_STARTUP_TIMEOUT
+from pytest_triton.servers.protocol import Prepared
+from pytest_triton.servers.protocol import ServeOptions
 from pytest_triton.servers.relay import SageMakerGuard
 from pytest_triton.servers.sagemaker.model_data import MODEL_MOUNT
 from pytest_triton.servers.sagemaker.model_data import default_model_env
@@ -77,10 +81,6 @@ from pytest_triton.servers.sagemaker.model_data import read_container_env
 from pytest_triton.servers.sagemaker.model_data import serve_script_checks
 from pytest_triton.servers.sagemaker.model_data import server_repository
 from pytest_triton.servers.sagemaker.model_data import unpack_as_sagemaker
-from pytest_triton.servers.server import Budget
-from pytest_triton.servers.server import Runner
-from pytest_triton.servers.server import ServerBase
-from pytest_triton.servers.server import adapt_for_backends
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress
@@ -241,11 +241,11 @@ class SageMakerLocalLauncher(ServerBase):
             self.command = ["serve"] if self.container.facts().serve_script else ["tritonserver", *args]
             self.container.run(self.command, launch.env, mounts={self.model_dir: MODEL_MOUNT})
 
-    def _wait_ready(self, prepared: Prepared, budget: Budget) -> None:
+    def _wait_ready(self, prepared: Prepared, deadline: Deadline) -> None:
         """Ready: the SageMaker frontend started (read from the log) and ``/ping`` answers 200."""
         check = functools.partial(frontend_ready, self._runner(), self.urls, self._check_running, self.default_model)
         what, tail = "sagemaker-local tritonserver", self.log_tail
-        wait_until(check, timeout=budget.left(), what=what, interval=0.1, progress=self.progress, log_tail=tail)
+        wait_until(check, timeout=deadline.left(), what=what, interval=0.1, progress=self.progress, log_tail=tail)
 
     def _start_failure(self, code: int, how: str, lines: list[str]) -> Exception:
         return start_failure(self.plan, self.default_model, code, how, lines, self.log_tail())

@@ -26,8 +26,8 @@ from pytest_triton.client.rest import fetch_text
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.repository.sagemaker import package_model_tar
-from pytest_triton.servers.base import ServeOptions
 from pytest_triton.servers.docker.container import TritonContainer
+from pytest_triton.servers.protocol import ServeOptions
 from pytest_triton.servers.sagemaker.local import SageMakerLocalLauncher
 
 from ..sagemaker.repos import FAILING_INIT

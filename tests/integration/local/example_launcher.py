@@ -13,10 +13,10 @@ from pytest_triton.repository.layout import model_folders
 from pytest_triton.servers import Prepared
 from pytest_triton.servers import ServeOptions
 from pytest_triton.servers import find_tritonserver
+from pytest_triton.servers.base import Deadline
+from pytest_triton.servers.base import ServerBase
+from pytest_triton.servers.base import tritonserver_args
 from pytest_triton.servers.local import TritonProcess
-from pytest_triton.servers.server import Budget
-from pytest_triton.servers.server import ServerBase
-from pytest_triton.servers.server import tritonserver_args
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import models_poll
 from pytest_triton.servers.wait import wait_until
@@ -59,11 +59,11 @@ class PlainLauncher(ServerBase):
         self.command = [str(self.binary.path), *args, *self.process.binary_flags(self.binary)]
         self.process.spawn(self.command, self.binary.environ(), f"tritonserver-{attempt}.log")
 
-    def _wait_ready(self, prepared: Prepared, budget: Budget) -> None:
+    def _wait_ready(self, prepared: Prepared, deadline: Deadline) -> None:
         rest = TritonRest(self.urls.need("http"), timeout=2.0)
 
         def check() -> Poll:
             self._check_running()  # ended: its error; a port taken: PortInUse, and start() launches again
             return models_poll(rest, prepared.models)
 
-        wait_until(check, timeout=budget.left(), progress=self.progress, log_tail=self.log_tail)
+        wait_until(check, timeout=deadline.left(), progress=self.progress, log_tail=self.log_tail)

@@ -13,9 +13,9 @@ import pytest
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.servers import ServerFactory
 from pytest_triton.servers import TritonServer
+from pytest_triton.servers import base as server_base
 from pytest_triton.servers import ports as ports_module
 from pytest_triton.servers import register_launcher
-from pytest_triton.servers import server as server_module
 from pytest_triton.servers.registry import unregister_launcher
 
 from .example_launcher import PlainLauncher
@@ -82,7 +82,7 @@ def test_a_port_taken_is_retried_on_new_ports(repository: Path, monkeypatch: pyt
         calls.append(reservation.ports)
         return reservation
 
-    monkeypatch.setattr(server_module, "reserve_ports", reserve)
+    monkeypatch.setattr(server_base, "reserve_ports", reserve)
     try:
         with PlainLauncher(repository, progress=None) as server:
             assert len(calls) == 2

@@ -20,16 +20,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_triton.servers.base import Prepared
+from pytest_triton.servers.base import Deadline
 from pytest_triton.servers.local.launcher import LocalLauncher
 from pytest_triton.servers.local.triton_process import TritonProcess
 from pytest_triton.servers.owner import owners_dir
 from pytest_triton.servers.ports import default_lock_dir
 from pytest_triton.servers.process import SHM_DIR
 from pytest_triton.servers.process import sweep_stale_workdirs
+from pytest_triton.servers.protocol import Prepared
 from pytest_triton.servers.sagemaker.local import SageMakerLocalLauncher
 from pytest_triton.servers.sandbox import namespace_prefix
-from pytest_triton.servers.server import Budget
 
 from .local_triton_helpers import add_model
 from .test_listeners import _ports
@@ -200,10 +200,10 @@ def test_the_server_has_a_private_tmp_and_leaves_other_users_folders(
 
     wait_ready = LocalLauncher._wait_ready
 
-    def while_another_user_starts_one(self: LocalLauncher, prepared: Prepared, budget: Budget) -> None:
+    def while_another_user_starts_one(self: LocalLauncher, prepared: Prepared, deadline: Deadline) -> None:
         theirs.mkdir()
         os.chown(theirs, NOBODY, NOBODY)
-        wait_ready(self, prepared, budget)
+        wait_ready(self, prepared, deadline)
 
     monkeypatch.setattr(LocalLauncher, "_wait_ready", while_another_user_starts_one)
     try:
@@ -224,7 +224,7 @@ def test_the_server_has_a_private_tmp_and_leaves_other_users_folders(
 
 OWNER_SCRIPT = """
 import sys, time
-from pytest_triton.servers.base import Prepared
+from pytest_triton.servers.protocol import Prepared
 from pytest_triton.servers.local.launcher import LocalLauncher
 from pytest_triton.servers.local.triton_process import TritonProcess
 launcher = LocalLauncher(sys.argv[1], progress=None).start()

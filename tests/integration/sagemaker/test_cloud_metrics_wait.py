@@ -17,7 +17,7 @@ import pytest
 
 from pytest_triton.cloud.metrics import SplitWindow
 from pytest_triton.cloud.metrics_wait import read_splits
-from pytest_triton.servers.base import ServeOptions
+from pytest_triton.servers.protocol import ServeOptions
 from pytest_triton.servers.sagemaker.endpoint import SageMakerLauncher
 
 from .conftest import REGION

@@ -23,7 +23,7 @@ from pytest_triton.errors import DeploymentError
 from pytest_triton.errors import EndpointModelError
 from pytest_triton.errors import InferenceError
 from pytest_triton.errors import LintFailed
-from pytest_triton.servers.base import ServeOptions
+from pytest_triton.servers.protocol import ServeOptions
 from pytest_triton.servers.registry import launcher_class
 from pytest_triton.servers.sagemaker.endpoint import SageMakerLauncher
 

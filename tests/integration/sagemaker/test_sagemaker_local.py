@@ -16,7 +16,7 @@ from pytest_triton.errors import InferenceError
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.errors import ServerError
 from pytest_triton.repository.sagemaker import package_model_tar
-from pytest_triton.servers.base import ServeOptions
+from pytest_triton.servers.protocol import ServeOptions
 from pytest_triton.servers.sagemaker.local import SageMakerLocalLauncher
 
 from .repos import FAILING_INIT

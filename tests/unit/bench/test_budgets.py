@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_triton.bench.absolute import evaluate
 from pytest_triton.bench.budgets import Budget
-from pytest_triton.bench.budgets import evaluate
 from pytest_triton.bench.budgets import load_budgets
 from pytest_triton.bench.budgets import parse_budgets
 from pytest_triton.bench.stats import LatencyStats

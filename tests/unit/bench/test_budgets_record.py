@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_triton.bench.budgets import Verdict
-from pytest_triton.bench.budgets import evaluate
+from pytest_triton.bench.absolute import Verdict
+from pytest_triton.bench.absolute import evaluate
 from pytest_triton.bench.budgets import load_budgets
 from pytest_triton.bench.budgets_record import merge_budgets
 from pytest_triton.bench.budgets_record import parse_margin

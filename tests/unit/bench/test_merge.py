@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from pytest_triton.__main__ import main
+from pytest_triton.bench.absolute import Check
+from pytest_triton.bench.absolute import Verdict
 from pytest_triton.bench.budgets import Budget
-from pytest_triton.bench.budgets import Check
-from pytest_triton.bench.budgets import Verdict
 from pytest_triton.bench.merge import failures
 from pytest_triton.bench.merge import merge_reports
 from pytest_triton.bench.parity_record import OutputRecord

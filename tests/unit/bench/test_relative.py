@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_triton.bench.budgets import evaluate
+from pytest_triton.bench.absolute import evaluate
 from pytest_triton.bench.budgets import parse_budgets
 from pytest_triton.bench.relative import RelativeBudget
 from pytest_triton.bench.relative import evaluate_relative

@@ -16,6 +16,7 @@ from pytest_triton.parity.tensors import tolerance
 
 REF = {"y": np.array([[1.0, 2.0, 3.0], [3.0, 1.0, 2.0]], dtype=np.float32)}
 ROWS = ["s1", "s2"]
+WIDE = tolerance("fp32", atol=10.0)
 
 
 def run(candidate: NDArray[Any], check: OutputCheck) -> list[tuple[str, bool, str]]:
@@ -26,7 +27,7 @@ def run(candidate: NDArray[Any], check: OutputCheck) -> list[tuple[str, bool, st
 
 
 def test_all_checks_pass_on_equal_outputs() -> None:
-    check = OutputCheck("y", argmax=True, top_k=2, cosine=0.999)
+    check = OutputCheck("y", derived={"argmax": True, "top_k": 2, "cosine": 0.999})
     assert [(c, ok) for c, ok, _ in run(REF["y"].copy(), check)] == [
         ("tolerance (fp32: atol=0.0001, rtol=0.0001)", True),
         ("argmax labels", True),
@@ -48,11 +49,21 @@ def test_tolerance_names_output_worst_element_and_sample() -> None:
 @pytest.mark.parametrize(
     ("change", "check", "failed", "says"),
     [
-        ((0, 0, 5.0), OutputCheck("y", tolerance=tolerance("fp32", atol=10.0), argmax=True), "argmax labels", "'s1'"),
-        ((1, 2, 3.5), OutputCheck("y", tolerance=tolerance("fp32", atol=10.0), top_k=1), "top-1 sets", "'s2'"),
+        (
+            (0, 0, 5.0),
+            OutputCheck("y", tolerance=tolerance("fp32", atol=10.0), derived={"argmax": True}),
+            "argmax labels",
+            "'s1'",
+        ),
+        (
+            (1, 2, 3.5),
+            OutputCheck("y", tolerance=tolerance("fp32", atol=10.0), derived={"top_k": 1}),
+            "top-1 sets",
+            "'s2'",
+        ),
         (
             (0, 0, -30.0),
-            OutputCheck("y", tolerance=tolerance("fp32", atol=99.0), cosine=0.99),
+            OutputCheck("y", tolerance=tolerance("fp32", atol=99.0), derived={"cosine": 0.99}),
             "cosine >= 0.99",
             "'s1'",
         ),

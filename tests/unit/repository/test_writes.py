@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from pytest_triton.config import model_config_class
+from pytest_triton.config.model import read_config
 from pytest_triton.errors import ConfigError
 from pytest_triton.repository.builder import RepositoryBuilder
 from pytest_triton.repository.layout import stage_copy
+from pytest_triton.repository.tensors import TensorSpec
 from pytest_triton.strategies import ModelFolder
 from pytest_triton.strategies import RepositorySpec
 from pytest_triton.strategies import write_repository
@@ -92,3 +94,16 @@ def test_a_write_to_a_staged_large_file_never_reaches_the_original(tmp_path: Pat
     staged.unlink()
     assert weights.read_bytes() == original
     assert weights.stat().st_nlink == 1
+
+
+def test_builder_adds_a_tensorrt_plan_with_its_config_on_the_gpu(tmp_path: Path) -> None:
+    plan = tmp_path / "engine.plan"
+    plan.write_bytes(b"serialized engine")
+    spec_in, spec_out = TensorSpec("x", "TYPE_FP16", (4,)), TensorSpec("y", "TYPE_FP16", (4,))
+    builder = RepositoryBuilder(tmp_path / "r").add_tensorrt("trt", plan, inputs=[spec_in], outputs=[spec_out])
+    root = builder.add_tensorrt("trt2", plan, inputs=[spec_in], outputs=[spec_out], versions=(1, 3)).write()
+    assert (root / "trt" / "1" / "model.plan").read_bytes() == b"serialized engine"
+    assert sorted(p.name for p in (root / "trt2").iterdir()) == ["1", "3", "config.pbtxt"]
+    config = read_config(root / "trt" / "config.pbtxt").message
+    assert (config.platform, [g.kind for g in config.instance_group]) == ("tensorrt_plan", [1])  # KIND_GPU
+    assert ([i.name for i in config.input], [o.name for o in config.output]) == (["x"], ["y"])

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_triton.errors import ConfigError
+from pytest_triton.servers.base import tritonserver_args
 from pytest_triton.servers.binary import TritonBinary
 from pytest_triton.servers.binary import help_text
 from pytest_triton.servers.control import ControlKey
@@ -16,7 +17,6 @@ from pytest_triton.servers.control import restricts_api
 from pytest_triton.servers.control import users_control_key
 from pytest_triton.servers.sagemaker.local import control_key_env
 from pytest_triton.servers.sagemaker.local import opens_model_control
-from pytest_triton.servers.server import tritonserver_args
 
 
 def test_every_key_is_new_and_its_flags_restrict_model_repository_over_http_and_grpc() -> None:

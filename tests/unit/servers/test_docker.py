@@ -133,15 +133,6 @@ def test_owner_labels_and_liveness(monkeypatch: pytest.MonkeyPatch) -> None:
     assert docker_owners.owner_alive(no_token)  # an older label set: cannot be judged, never swept
 
 
-def test_a_session_gets_a_run_of_its_own_and_gives_the_old_one_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PYTEST_TRITON_RUN_ID", "outer")
-    run, previous = docker_owners.begin_session_run()
-    assert (previous, os.environ["PYTEST_TRITON_RUN_ID"]) == ("outer", run)
-    assert run != "outer"
-    docker_owners.end_session_run(previous)
-    assert os.environ["PYTEST_TRITON_RUN_ID"] == "outer"
-
-
 def test_reaper_protocol_keeps_what_is_still_watched() -> None:
     lines = io.BytesIO(b"watch aaa\nwatch bbb\nforget aaa\nnoise\nwatch ccc\n")
     assert serve(lines) == {"bbb", "ccc"}

@@ -4,7 +4,7 @@ import pytest
 
 from pytest_triton.cloud.instances import budget_key
 from pytest_triton.cloud.instances import instance_has_gpu
-from pytest_triton.servers.base import ServeOptions
+from pytest_triton.servers.protocol import ServeOptions
 from pytest_triton.servers.sagemaker.endpoint import endpoint_hardware
 
 

@@ -14,7 +14,7 @@ from pytest_triton.lint.github import annotation
 from pytest_triton.lint.github import escape_data
 from pytest_triton.lint.github import escape_property
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def lint_github(*paths: str) -> subprocess.CompletedProcess[str]:

@@ -14,7 +14,7 @@ from pytest_triton.repository.ort_placement import PlacementReport  # noqa: E402
 from pytest_triton.repository.ort_placement import nodes_from_trace  # noqa: E402
 from pytest_triton.repository.ort_placement import placement  # noqa: E402
 
-TINY_MDEBERTA = Path(__file__).resolve().parents[2] / "model_repos" / "assets" / "tiny-mdeberta" / "model.onnx"
+TINY_MDEBERTA = Path(__file__).resolve().parents[3] / "model_repos" / "assets" / "tiny-mdeberta" / "model.onnx"
 
 
 def _model(path: Path) -> Path:
