@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import os
 import stat
 from collections.abc import Iterator
@@ -281,3 +282,29 @@ def _too_large(path: Path, kind: FileKind, limit: int, *, size: int | None = Non
         refusal="too large",
         fact=f"holds more than {limit:,} bytes" if size is None else f"is {size:,} bytes",
     )
+
+
+def write_private(path: Path, text: str, *, append: bool = False, sync: bool = False) -> Path:
+    """Write (or append) ``text`` to ``path`` readable and writable by its owner only (0600), whatever the umask
+    and whatever mode an older file had: reports and ledgers hold outputs, timings and the names of paid
+    resources. What is at ``path`` must be a regular file or nothing: a link is refused (``O_NOFOLLOW``: in a
+    shared folder another user could point it at a file of ours), a FIFO too (``O_NONBLOCK``: opening one for
+    writing would wait for a reader). ``sync`` waits for the disk (a ledger line must survive a SIGKILL)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | (os.O_APPEND if append else 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        why = "it is a link" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
+        raise ConfigError(f"cannot write it: {why}; name a new file in a folder of your own", path=str(path)) from None
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        kind = special_kind(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise ConfigError(f"not written: it is {kind}, not a regular file; name a regular file", path=str(path))
+        os.fchmod(fd, 0o600)
+        if not append:
+            os.ftruncate(fd, 0)
+        out.write(text)
+        out.flush()
+        if sync:
+            os.fsync(fd)
+    return path

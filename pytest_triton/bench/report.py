@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from typing import final
 
+from pytest_triton.archive.files import write_private
 from pytest_triton.bench.outcome import OutcomeWord
 from pytest_triton.bench.outcome import outcome_word
 from pytest_triton.bench.parity_record import ParityRecord
@@ -378,7 +379,5 @@ def write_report(data: ReportData | Sequence[VariantResult], path_prefix: str | 
         (".md", to_markdown(data)),
         (".svg", to_svg(data)),
     ):
-        path = prefix.with_name(prefix.name + suffix)
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
+        written.append(write_private(prefix.with_name(prefix.name + suffix), text))
     return written

@@ -15,7 +15,6 @@ killed with SIGKILL, by the OOM killer or with its xdist worker still leaves the
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import sys
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 from typing import Literal
 
+from pytest_triton.archive.files import write_private
 from pytest_triton.errors import DeploymentError
 
 RUN_TAG = "pytest-triton-run"
@@ -132,10 +132,8 @@ class Ledger:
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         self.journal.parent.mkdir(parents=True, exist_ok=True)
-        with self.journal.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(line) + "\n")
-            out.flush()
-            os.fsync(out.fileno())  # a SIGKILL or power cut right after the create call keeps this line
+        # synced: a SIGKILL or power cut right after the create call keeps this line
+        write_private(self.journal, json.dumps(line) + "\n", append=True, sync=True)
 
     def mark_deleted(self, resource: Resource) -> None:
         if resource not in self.deleted:

@@ -318,5 +318,7 @@ def write_contracts_report(config: pytest.Config, prefix: str) -> Path | None:
         return None
     path = Path(f"{prefix}.contracts.json")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(state.outcomes, indent=2) + "\n", encoding="utf-8")
+    from pytest_triton.archive.files import write_private
+
+    write_private(path, json.dumps(state.outcomes, indent=2) + "\n")
     return path

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -192,3 +193,41 @@ def test_a_missing_file_keeps_the_file_systems_error(tmp_path: Path) -> None:
         read_file_bytes(tmp_path / "nope", "sidecar")
     assert refused.value.refusal == "unreadable"
     assert isinstance(refused.value.os_error, FileNotFoundError)
+
+
+# -- write_private: what the plugin writes (reports, ledgers) is its owner's alone ----------------------------------
+
+
+def test_written_files_are_owner_only_whatever_the_umask_and_an_older_mode(tmp_path: Path) -> None:
+    from pytest_triton.archive.files import write_private
+
+    old = os.umask(0o022)
+    try:
+        fresh = write_private(tmp_path / "report.json", "{}\n")
+        older = tmp_path / "ledger.jsonl"
+        older.write_text("first\n")
+        older.chmod(0o644)
+        write_private(older, "second\n", append=True, sync=True)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o600
+    assert stat.S_IMODE(older.stat().st_mode) == 0o600
+    assert older.read_text() == "first\nsecond\n"
+    write_private(fresh, "short\n")  # rewriting truncates
+    assert fresh.read_text() == "short\n"
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo"])
+def test_a_link_or_a_fifo_where_a_report_goes_is_refused_not_followed(tmp_path: Path, kind: str) -> None:
+    from pytest_triton.archive.files import write_private
+
+    victim = tmp_path / "theirs.txt"
+    victim.write_text("keep me\n")
+    target = tmp_path / "report.md"
+    if kind == "link":
+        target.symlink_to(victim)
+    else:
+        os.mkfifo(target)
+    with pytest.raises(ConfigError, match=r"report\.md"):
+        write_private(target, "# report\n")
+    assert victim.read_text() == "keep me\n"
