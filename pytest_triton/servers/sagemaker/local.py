@@ -17,11 +17,11 @@ SageMaker frontend binds 0.0.0.0: it has no address flag (``tritonserver --help`
 ``--sagemaker-port``, ``--sagemaker-safe-port-range`` and ``--sagemaker-thread-count`` only).
 
 Given an image (``image=``, ``--triton-image``), it runs in a container of that image instead, as SageMaker
-runs it: the unpacked archive mounted read-only at ``/opt/ml/model``, the container environment, the host
-network (the ports above). An image with the serve script on its PATH (NGC's images have ``/usr/bin/serve``)
-is started with ``serve``, so that script itself decides the command line; an image without it (the local
-stand-in) is started with the command line :func:`serve_plan` derives. ONNX models are adapted only where
-the image has no onnxruntime backend.
+runs it: the unpacked archive mounted read-only at ``/opt/ml/model``, the container environment, a bridge network
+with the ports above published on 127.0.0.1 only. An image with the serve script on its PATH (NGC's images
+have ``/usr/bin/serve``) is started with ``serve``, so that script itself decides the command line; an image
+without it (the local stand-in) is started with the command line :func:`serve_plan` derives. ONNX models are
+adapted only where the image has no onnxruntime backend.
 """
 
 from __future__ import annotations
@@ -239,7 +239,8 @@ class SageMakerLocalLauncher(ServerBase):
             launch.spawn(self.runner, self.command, self.binary)
         elif self.container is not None:
             self.command = ["serve"] if self.container.facts().serve_script else ["tritonserver", *args]
-            self.container.run(self.command, launch.env, mounts={self.model_dir: MODEL_MOUNT})
+            published = {port: port for port in _frontend_ports(launch.plan).values()}
+            self.container.run(self.command, launch.env, mounts={self.model_dir: MODEL_MOUNT}, published=published)
 
     def _wait_ready(self, prepared: Prepared, deadline: Deadline) -> None:
         """Ready: the SageMaker frontend started (read from the log) and ``/ping`` answers 200."""
@@ -287,11 +288,13 @@ class LaunchPlan:
         if placed:
             notes.append("ports chosen here: " + ", ".join(f"{k}={v}" for k, v in placed.items()))
         env.update(placed)
-        loopback, bound = loopback_env(env)
-        if bound:
-            notes.append(f"{' and '.join(bound)} bound to {LOCALHOST}")
-        env.update(loopback)
-        if not isinstance(runner, TritonContainer):
+        if isinstance(runner, TritonContainer):  # inside its own network: reached through ports published on 127.0.0.1
+            notes.append(f"frontends published on {LOCALHOST} only: the container runs on a bridge network")
+        else:
+            loopback, bound = loopback_env(env)
+            if bound:
+                notes.append(f"{' and '.join(bound)} bound to {LOCALHOST}")
+            env.update(loopback)
             notes.append(f"reached through a relay on {LOCALHOST}: the server runs in a network namespace of its own")
         restricted = runner.facts().restricted_api if isinstance(runner, TritonContainer) else False
         if binary is not None:
@@ -354,16 +357,14 @@ def invocations_transport(urls: ServerUrls, model_dir: Path, model: str, *, bina
 def _container(
     image: str | TritonContainer | None, *, gpu: bool, progress: ProgressCallback | None
 ) -> TritonContainer | None:
-    """The container to run in (None: a process here); sagemaker-local's runs on the host network."""
+    """The container to run in (None: a process here). It runs on a bridge network with the plan's ports
+    published on 127.0.0.1 only: Triton's SageMaker frontend binds every interface, which on the host network
+    would be every interface of this machine."""
     if isinstance(image, str):
         image = TritonContainer(image, gpus=gpu, progress=progress)
     if image is not None:
         image.what = "sagemaker-local container"
-        if image.network != "host":
-            raise ConfigError(
-                f"network={image.network!r}: sagemaker-local runs its container on the host network (ports "
-                "chosen here become SAGEMAKER_BIND_TO_PORT); drop --triton-setting network=bridge"
-            )
+        image.network = "bridge"
     return image
 
 

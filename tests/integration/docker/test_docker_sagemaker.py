@@ -23,7 +23,6 @@ import pytest
 from numpy.typing import NDArray
 
 from pytest_triton.client.rest import fetch_text
-from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ModelLoadError
 from pytest_triton.repository.sagemaker import package_model_tar
 from pytest_triton.servers.docker.container import TritonContainer
@@ -83,6 +82,13 @@ def test_the_uploaded_ensemble_archive_answers_in_the_container_as_on_the_embedd
         mounts = {m["Destination"]: m for m in attrs["Mounts"]}
         assert mounts["/opt/ml/model"]["RW"] is False
         assert "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME=ensemble_mdeberta" in attrs["Config"]["Env"]
+        # Triton's SageMaker frontend binds every interface: the container has a network of its own and its port
+        # reaches the host on 127.0.0.1 only (on the host network it would be every interface of this machine)
+        assert attrs["HostConfig"]["NetworkMode"] == "bridge"
+        bound = attrs["NetworkSettings"]["Ports"]
+        sagemaker_port = str(launcher.urls.sagemaker).rsplit(":", 1)[1]
+        assert {b["HostIp"] for b in bound[f"{sagemaker_port}/tcp"]} == {"127.0.0.1"}
+        assert all(b["HostIp"] == "127.0.0.1" for bindings in bound.values() for b in bindings or [])
         prepared = launcher.prepared
         assert prepared is not None
         assert any("no serve script on its PATH" in note for note in prepared.notes)
@@ -140,8 +146,3 @@ def test_a_model_that_cannot_load_in_the_container_is_a_load_error(standin_image
     assert launcher.container is not None
     assert launcher.container.container_id is None  # removed after the failed start
     assert "weights not found" in launcher.logs()  # the container's log is kept for the report
-
-
-def test_the_bridge_network_is_refused_before_anything_starts(standin_image: str, tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="host network"):
-        SageMakerLocalLauncher(tmp_path, image=TritonContainer(standin_image, network="bridge"), progress=None)
