@@ -231,6 +231,8 @@ class SageMakerLocalLauncher(ServerBase):
     def _launch(self, prepared: Prepared, attempt: int) -> None:
         """Start Triton as the container would: the serve script's command line from the environment."""
         binary = None if self.container is not None else self.binary
+        if self.container is not None and attempt == 0:
+            self.notes += bridge_or_host(self.container)
         launch = LaunchPlan.of(self.container_env(), self._runner(), self.model_dir, gpu=self.has_gpu, binary=binary)
         self.notes += launch.notes
         self.plan, self._urls, args, self.control_key = launch.plan, launch.urls, launch.plan.args, launch.control_key
@@ -239,7 +241,8 @@ class SageMakerLocalLauncher(ServerBase):
             launch.spawn(self.runner, self.command, self.binary)
         elif self.container is not None:
             self.command = ["serve"] if self.container.facts().serve_script else ["tritonserver", *args]
-            published = {port: port for port in _frontend_ports(launch.plan).values()}
+            bridged = self.container.network == "bridge"
+            published = {port: port for port in _frontend_ports(launch.plan).values()} if bridged else None
             self.container.run(self.command, launch.env, mounts={self.model_dir: MODEL_MOUNT}, published=published)
 
     def _wait_ready(self, prepared: Prepared, deadline: Deadline) -> None:
@@ -288,7 +291,7 @@ class LaunchPlan:
         if placed:
             notes.append("ports chosen here: " + ", ".join(f"{k}={v}" for k, v in placed.items()))
         env.update(placed)
-        if isinstance(runner, TritonContainer):  # inside its own network: reached through ports published on 127.0.0.1
+        if isinstance(runner, TritonContainer) and runner.network == "bridge":  # reached through published ports
             notes.append(f"frontends published on {LOCALHOST} only: the container runs on a bridge network")
         else:
             loopback, bound = loopback_env(env)
@@ -358,14 +361,27 @@ def _container(
     image: str | TritonContainer | None, *, gpu: bool, progress: ProgressCallback | None
 ) -> TritonContainer | None:
     """The container to run in (None: a process here). It runs on a bridge network with the plan's ports
-    published on 127.0.0.1 only: Triton's SageMaker frontend binds every interface, which on the host network
-    would be every interface of this machine."""
+    published on 127.0.0.1 only (Triton's SageMaker frontend binds every interface, which on the host network
+    is every interface of this machine); :func:`bridge_or_host` falls back where the daemon has no bridge."""
     if isinstance(image, str):
         image = TritonContainer(image, gpus=gpu, progress=progress)
     if image is not None:
         image.what = "sagemaker-local container"
         image.network = "bridge"
     return image
+
+
+def bridge_or_host(container: TritonContainer) -> list[str]:
+    """Keep the container on a bridge network where the daemon has one; where it has none (``dockerd
+    --bridge=none``) run it on the host network, saying what that exposes. The notes for the report."""
+    if container.client().networks.list(names=["bridge"]):
+        return []
+    container.network = "host"
+    return [
+        "this Docker daemon has no bridge network (--bridge=none): the container runs on the host network, where "
+        "Triton's SageMaker frontend listens on every interface of this machine (gRPC and metrics on 127.0.0.1); "
+        "give the daemon a bridge network to keep it on 127.0.0.1"
+    ]
 
 
 def container_note(container: TritonContainer) -> str:

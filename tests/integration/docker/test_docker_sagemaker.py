@@ -82,14 +82,20 @@ def test_the_uploaded_ensemble_archive_answers_in_the_container_as_on_the_embedd
         mounts = {m["Destination"]: m for m in attrs["Mounts"]}
         assert mounts["/opt/ml/model"]["RW"] is False
         assert "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME=ensemble_mdeberta" in attrs["Config"]["Env"]
-        # Triton's SageMaker frontend binds every interface: the container has a network of its own and its port
-        # reaches the host on 127.0.0.1 only (on the host network it would be every interface of this machine)
-        assert attrs["HostConfig"]["NetworkMode"] == "bridge"
-        bound = attrs["NetworkSettings"]["Ports"]
-        sagemaker_port = str(launcher.urls.sagemaker).rsplit(":", 1)[1]
-        assert {b["HostIp"] for b in bound[f"{sagemaker_port}/tcp"]} == {"127.0.0.1"}
-        assert all(b["HostIp"] == "127.0.0.1" for bindings in bound.values() for b in bindings or [])
+        # Triton's SageMaker frontend binds every interface: where the daemon has a bridge network the container
+        # gets one and its port reaches the host on 127.0.0.1 only; a daemon without one (dockerd --bridge=none)
+        # leaves the host network, and the notes say what that exposes
         prepared = launcher.prepared
+        assert prepared is not None
+        if launcher.container.client().networks.list(names=["bridge"]):
+            assert attrs["HostConfig"]["NetworkMode"] == "bridge"
+            bound = attrs["NetworkSettings"]["Ports"]
+            sagemaker_port = str(launcher.urls.sagemaker).rsplit(":", 1)[1]
+            assert {b["HostIp"] for b in bound[f"{sagemaker_port}/tcp"]} == {"127.0.0.1"}
+            assert all(b["HostIp"] == "127.0.0.1" for bindings in bound.values() for b in bindings or [])
+        else:
+            assert attrs["HostConfig"]["NetworkMode"] == "host"
+            assert any("no bridge network" in note for note in launcher.notes), launcher.notes
         assert prepared is not None
         assert any("no serve script on its PATH" in note for note in prepared.notes)
         in_container = launcher.transport().infer("ensemble_mdeberta", inputs, ["LABEL", "LOGITS"])
