@@ -77,7 +77,8 @@ def kept_paths(command: Sequence[str], env: Mapping[str, str], workdir: Path) ->
     """The paths a server started with ``command`` and ``env`` reads: the work folder, the folder above the
     binary's (a tritonserver install keeps its backends, stubs and libraries beside ``bin/``, and the backend
     folder links into them), every absolute path on the command line (``--flag=/path`` too) and in the path
-    variables, and this interpreter's import path (the python backend's stub imports the same packages, which a
+    variables, every other variable's value that is an absolute path (or its folder, where it does not exist yet),
+    and this interpreter's import path (the python backend's stub imports the same packages, which a
     ``pip install --target`` or a ``.pth`` file may keep outside ``sys.prefix``); those under ``/tmp`` stay
     visible in its private ``/tmp``."""
     found = {str(workdir), os.path.dirname(os.path.dirname(os.path.abspath(command[0])))}
@@ -88,6 +89,10 @@ def kept_paths(command: Sequence[str], env: Mapping[str, str], workdir: Path) ->
             found.add(os.path.normpath(value))
     for name in PATH_VARIABLES:
         found.update(os.path.normpath(p) for p in env.get(name, "").split(os.pathsep) if p.startswith("/"))
+    for value in env.values():  # a path the caller hands a model (a file it will write: its folder)
+        if value.startswith("/") and os.pathsep not in value:
+            path = os.path.normpath(value)
+            found.add(path if os.path.exists(path) else os.path.dirname(path))
     found.add(os.path.normpath(sys.prefix))
     return sorted(found)
 

@@ -129,7 +129,12 @@ def test_a_launcher_cleans_up_at_the_session_end_without_the_hooks_naming_it(pyt
         """
     )
     pytester.makepyfile("def test_nothing_served():\n    pass\n")
-    pytester.runpytest("--triton-launcher", "noted").assert_outcomes(passed=1)
+    try:
+        pytester.runpytest("--triton-launcher", "noted").assert_outcomes(passed=1)
+    finally:  # the registry is this process's: other tests list the known launchers
+        from pytest_triton.servers.registry import unregister_launcher
+
+        unregister_launcher("noted")
     ((run, current),) = [line.split() for line in ended.read_text().splitlines()]
     assert run == current  # this session's own run, still set while it cleans up
     assert len(run) == 16

@@ -231,8 +231,6 @@ class SageMakerLocalLauncher(ServerBase):
     def _launch(self, prepared: Prepared, attempt: int) -> None:
         """Start Triton as the container would: the serve script's command line from the environment."""
         binary = None if self.container is not None else self.binary
-        if self.container is not None and attempt == 0:
-            self.notes += bridge_or_host(self.container)
         launch = LaunchPlan.of(self.container_env(), self._runner(), self.model_dir, gpu=self.has_gpu, binary=binary)
         self.notes += launch.notes
         self.plan, self._urls, args, self.control_key = launch.plan, launch.urls, launch.plan.args, launch.control_key
@@ -241,9 +239,7 @@ class SageMakerLocalLauncher(ServerBase):
             launch.spawn(self.runner, self.command, self.binary)
         elif self.container is not None:
             self.command = ["serve"] if self.container.facts().serve_script else ["tritonserver", *args]
-            bridged = self.container.network == "bridge"
-            published = {port: port for port in _frontend_ports(launch.plan).values()} if bridged else None
-            self.container.run(self.command, launch.env, mounts={self.model_dir: MODEL_MOUNT}, published=published)
+            launch.run_in(self.container, self.command, self.model_dir)
 
     def _wait_ready(self, prepared: Prepared, deadline: Deadline) -> None:
         """Ready: the SageMaker frontend started (read from the log) and ``/ping`` answers 200."""
@@ -286,7 +282,7 @@ class LaunchPlan:
         """The plan for the unpacked ``model_dir`` on ``runner`` (the container, or a process here of ``binary``),
         with the GPUs of this machine where ``gpu``; the ports are reserved on ``runner``, which releases them.
         Where the plan opens model control (gRPC on) and the binary or image can restrict it, it gets a key."""
-        env, notes = dict(env), []
+        env, notes = dict(env), bridge_or_host(runner) if isinstance(runner, TritonContainer) else []
         placed = free_ports_env(env, runner)
         if placed:
             notes.append("ports chosen here: " + ", ".join(f"{k}={v}" for k, v in placed.items()))
@@ -319,6 +315,13 @@ class LaunchPlan:
     def urls(self) -> ServerUrls:
         """Where the frontends of the plan listen, on 127.0.0.1 (gRPC and metrics only where it turns them on)."""
         return _urls(self.plan)
+
+    def run_in(self, container: TritonContainer, command: Sequence[str], model_dir: Path) -> None:
+        """Start ``command`` in ``container`` with the archive read-only at /opt/ml/model; on a bridge network the
+        plan's ports are published at the same numbers on 127.0.0.1 (on the host's they are already there)."""
+        bridged = container.network == "bridge"
+        published = {port: port for port in _frontend_ports(self.plan).values()} if bridged else None
+        container.run(command, self.env, mounts={model_dir: MODEL_MOUNT}, published=published)
 
     def spawn(self, process: TritonProcess, command: Sequence[str], binary: TritonBinary) -> None:
         """Start ``command`` on ``process`` with ``binary``'s environment and the container's. The SageMaker

