@@ -12,10 +12,10 @@ the providers the adapted configs ask for, and that no host path is left in any 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import site
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,8 +103,22 @@ def _run_probe(client: Any, image: str, timeout: float) -> bytes:
             raise TimeoutError(f"the probe container of {image!r} did not end within {timeout:g} s") from err
         return bytes(container.logs(stdout=True, stderr=True))
     finally:
-        with contextlib.suppress(Exception):
+        _remove(container)
+
+
+def _remove(container: Any, attempts: int = 5) -> None:
+    """Remove ``container`` (force): after a wait that timed out the daemon may still be stopping it and refuse
+    once ("removal already in progress", a read timeout), so a refusal is retried until it is gone."""
+    from docker.errors import NotFound
+
+    for attempt in range(attempts):
+        try:
             container.remove(force=True, v=True)
+            return
+        except NotFound:
+            return
+        except Exception:  # the daemon's refusal or a timeout: ask again
+            time.sleep(0.5 * (attempt + 1))
 
 
 def probe_image(client: Any, image: str, *, timeout: float = PROBE_TIMEOUT) -> ImageFacts:
