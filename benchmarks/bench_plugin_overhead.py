@@ -7,7 +7,7 @@ temporary folder of its own (its own ``pytest.ini``: no conftest or pyproject of
 that a drift of the machine's load reaches both. Every other installed plugin loads in both arms.
 
 Printed: the median wall time, CPU time (user + system) and peak RSS (``wait4``'s rusage of the child) of each
-arm, the median of the paired differences, and the goal (issue 34: at most 50 ms and 5 MB). ``--write`` also writes the
+arm, the median of the paired differences, and the goal (issue 34: at most 50 ms and 5 MB). ``--write`` also appends the
 table with the machine and its load to ``benchmarks/results/plugin-overhead-DATE.md``.
 """
 
@@ -25,9 +25,12 @@ from pathlib import Path
 
 from benchmarks.common import RESULTS
 from benchmarks.common import cpu_model
+from pytest_triton.bench.decision import median_interval
 
 GOAL_MS = 50.0
 GOAL_MB = 5.0
+ALPHA = 0.025
+"""Each side of the interval on a median paired difference is wrong with probability at most this (a 95% interval)."""
 ARMS = {"with the plugin": (), "without (-p no:triton)": ("-p", "no:triton")}
 SUITE = {
     "pytest.ini": "[pytest]\n",
@@ -74,6 +77,13 @@ def measure(rounds: int) -> dict[str, list[tuple[float, float, float]]]:
     return runs
 
 
+def cell(median: float, interval: tuple[float, float] | None, digits: int) -> str:
+    if interval is None:
+        return f"{median:+.{digits}f}"
+    low, high = interval
+    return f"{median:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+
+
 def table(runs: dict[str, list[tuple[float, float, float]]]) -> list[str]:
     with_runs, without_runs = runs.values()
     lines = [
@@ -84,22 +94,28 @@ def table(runs: dict[str, list[tuple[float, float, float]]]) -> list[str]:
         wall, cpu = (statistics.median(s[i] for s in samples) * 1000 for i in (0, 1))
         peak = statistics.median(s[2] for s in samples)
         lines.append(f"| {arm} | {wall:.0f} | {cpu:.0f} | {peak:.1f} |")
-    wall_diff, cpu_diff = (
-        statistics.median((a[i] - b[i]) * 1000 for a, b in zip(with_runs, without_runs)) for i in (0, 1)
-    )
-    peak_diff = statistics.median(a[2] - b[2] for a, b in zip(with_runs, without_runs))
-    lines.append(
-        f"| difference (median of {len(with_runs)} pairs) | {wall_diff:+.0f} | {cpu_diff:+.0f} | {peak_diff:+.1f} |",
-    )
+    differences = [
+        [(a[i] - b[i]) * scale for a, b in zip(with_runs, without_runs)] for i, scale in ((0, 1000), (1, 1000), (2, 1))
+    ]
+    medians = [statistics.median(values) for values in differences]
+    intervals = [median_interval(values, ALPHA) for values in differences]
+    cells = [cell(m, interval, digits) for m, interval, digits in zip(medians, intervals, (0, 0, 1))]
+    lines.append(f"| difference (median of {len(with_runs)} pairs, 95% interval) | {' | '.join(cells)} |")
     lines.append("")
-    for name, value, goal, unit in (
-        ("wall", wall_diff, GOAL_MS, "ms"),
-        ("CPU", cpu_diff, GOAL_MS, "ms"),
-        ("peak RSS", peak_diff, GOAL_MB, "MB"),
+    for name, value, interval, goal, unit in (
+        ("wall", medians[0], intervals[0], GOAL_MS, "ms"),
+        ("CPU", medians[1], intervals[1], GOAL_MS, "ms"),
+        ("peak RSS", medians[2], intervals[2], GOAL_MB, "MB"),
     ):
-        lines.append(
-            f"goal: at most {goal:g} {unit} of {name} added by the plugin: {'met' if value <= goal else 'missed'}"
-        )
+        if interval is None:
+            verdict = "too few pairs for an interval"
+        elif interval[1] <= goal:
+            verdict = "met (the whole interval is within it)"
+        elif value <= goal:
+            verdict = "not shown (the median is within it, the interval's upper end is not)"
+        else:
+            verdict = "missed"
+        lines.append(f"goal: at most {goal:g} {unit} of {name} added by the plugin: {verdict}")
     return lines
 
 
@@ -121,7 +137,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.write:
         path = RESULTS / f"plugin-overhead-{dt.date.today().isoformat()}.md"
         heading = "# Plugin overhead in a foreign one-test suite (python -m benchmarks.bench_plugin_overhead)"
-        path.write_text(f"{heading}\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
+        earlier = path.read_text(encoding="utf-8") if path.exists() else f"{heading}\n"
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%H:%M UTC")
+        section = f"\n## {args.rounds} pairs, {stamp}\n\n" + "\n".join(lines) + "\n"
+        path.write_text(earlier.rstrip("\n") + "\n" + section, encoding="utf-8")  # appended: earlier runs stay
         print(f"written: {path}")
 
 
