@@ -19,6 +19,9 @@ status                    word                 pytest outcome
 ``not-measured``          ``not-measured``     passed (a relative budget without the run it needs)
 ``skipped``               ``skipped``          skipped
 ========================  ===================  ==============
+
+A choice of ``warn`` that the session's warnings filters make an error reaches this module as ``fail``
+(:mod:`pytest_triton.plugin.warning_filters`): pytest fails such a test, and the word agrees.
 """
 
 from __future__ import annotations

@@ -334,13 +334,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     bench = config.stash.get(BENCH_KEY, None)
     measured = bench is not None and bool(bench.results or bench.parity)
     if bench is not None and measured:
+        from pytest_triton.plugin.server_factory import unsure_choice_notes
+
         terminalreporter.section("triton latency")
         if bench.budgets is None and not bench.declared_budgets:  # said once here, not on every row
             terminalreporter.write_line(
                 "no budget file (--triton-budgets, ini triton_budgets, or budgets.toml beside the contracts file): "
                 "latency is measured and reported, not asserted"
             )
-        for line in bench.summary_lines():
+        for line in bench.summary_lines() + unsure_choice_notes(config):
             terminalreporter.write_line(line)
     shard = shard_entry(config)
     if report and (measured or shard is not None):  # a shard writes its report even when it measured nothing

@@ -18,6 +18,8 @@ from typing import final
 import pytest
 
 from pytest_triton.errors import ConfigError
+from pytest_triton.errors import TritonInconclusiveWarning
+from pytest_triton.errors import TritonUnstableWarning
 from pytest_triton.plugin import options
 from pytest_triton.plugin.state import STATE_KEY
 from pytest_triton.plugin.state import SessionState
@@ -68,13 +70,40 @@ def session_bench(config: pytest.Config) -> TritonBench:
         path,
         hardware,
         required=named,
-        unstable=options.text(config, "triton_unstable"),
-        inconclusive=options.text(config, "triton_inconclusive"),
+        unstable=unsure_choice(config, "triton_unstable", TritonUnstableWarning),
+        inconclusive=unsure_choice(config, "triton_inconclusive", TritonInconclusiveWarning),
         verdict_seconds=options.number(config, "triton_verdict_seconds"),
     )
     bench.hardware_source = source
     bench.policy = WindowPolicy(mode="time", window_ms=options.number(config, "triton_window_ms"))
     return bench
+
+
+def unsure_choice(config: pytest.Config, name: str, category: type[Warning]) -> str:
+    """The session's choice ``name`` (warn or fail) as pytest will carry it out: ``warn`` counts as ``fail``
+    where the warnings filters make ``category`` an error (:mod:`pytest_triton.plugin.warning_filters`)."""
+    from pytest_triton.plugin.warning_filters import error_filter
+
+    choice = options.text(config, name)
+    if choice == "warn" and error_filter(config, category) is not None:
+        return "fail"
+    return choice
+
+
+def unsure_choice_notes(config: pytest.Config) -> list[str]:
+    """A line for each unsure choice of ``warn`` that the warnings filters turn into ``fail``."""
+    from pytest_triton.plugin.warning_filters import error_filter
+
+    notes = []
+    choices = (("triton_unstable", TritonUnstableWarning), ("triton_inconclusive", TritonInconclusiveWarning))
+    for name, category in choices:
+        found = error_filter(config, category) if options.text(config, name) == "warn" else None
+        if found is not None:
+            notes.append(
+                f"{name}=warn acts as fail: {found} makes {category.__name__} an error, "
+                "so such a verdict fails and every channel says failed"
+            )
+    return notes
 
 
 def uncaptured_progress(config: pytest.Config) -> Callable[[str], None]:

@@ -1,8 +1,9 @@
 """Every channel says what pytest says: for every item of a run, pytest's own outcome (JUnit XML's testcase)
 agrees with the item's word in the terminal table, the JSON report, the JUnit property, the markdown and the
-SVG, and "passed, unstable" is a pytest warning of the plugin's own class (an error under ``-W error``); the
-same for relative budgets, whose interval may leave the answer "inconclusive" (a warning of the plugin's own
-class, or a failure under ``--triton-inconclusive fail``).
+SVG, and "passed, unstable" is a pytest warning of the plugin's own class; the same for relative budgets, whose
+interval may leave the answer "inconclusive" (a warning of the plugin's own class, or a failure under
+``--triton-inconclusive fail``). Where a warnings filter (``-W error::...``, an ini ``filterwarnings = error``)
+makes those warnings errors, pytest fails the test and every channel says "failed".
 
 The measured calls sleep, so no server is needed and the outcomes are decided by the budgets: one within
 budget, one over, one within budget whose windows never settle (stability threshold 0 and an alternating
@@ -147,23 +148,23 @@ def test_every_channel_says_what_pytest_says(pytester: pytest.Pytester) -> None:
         assert OUTCOME_OF[word] == pytest_said[name], (name, word, pytest_said[name])
 
 
-def test_passed_unstable_is_an_error_under_w_error(pytester: pytest.Pytester) -> None:
+def test_passed_unstable_fails_in_every_channel_under_w_error(pytester: pytest.Pytester) -> None:
     pytester.path.joinpath("budgets.toml").write_text(BUDGETS, encoding="utf-8")
     pytester.makepyfile(test_user=USER_TESTS)
-    result = pytester.runpytest_subprocess(
-        "-p",
-        "no:cacheprovider",
-        "--triton-hardware",
-        "test-hw",
-        "--triton-budgets",
-        "budgets.toml",
-        "-W",
-        "error::pytest_triton.errors.TritonUnstableWarning",
-        "-k",
-        "unsettled",
-    )
+    args = ["-p", "no:cacheprovider", "--triton-hardware", "test-hw", "--triton-budgets", "budgets.toml", "-rA"]
+    args += ["--triton-report", "out/run", "-k", "unsettled"]
+    result = pytester.runpytest_subprocess(*args, "-W", "error::pytest_triton.errors.TritonUnstableWarning")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*TritonUnstableWarning: passed, unstable: unsettled: *"])
+    result.stdout.fnmatch_lines(
+        [
+            "*latency budget unstable: variant 'unsettled'*",
+            "*triton_unstable=warn acts as fail: the warnings filter "
+            "'error::pytest_triton.errors.TritonUnstableWarning' (-W) makes TritonUnstableWarning an error*",
+        ]
+    )
+    report = json.loads((pytester.path / "out" / "run.json").read_text())
+    assert {r["variant"]: r["outcome"] for r in report["results"]} == {"unsettled": "failed"}
+    assert _table_words(result.stdout.lines, ["unsettled"]) == {"unsettled": "failed"}
 
 
 RELATIVE_BUDGETS = """
@@ -251,23 +252,29 @@ def _relative_channels(pytester: pytest.Pytester, result: pytest.RunResult, name
 
 
 @pytest.mark.parametrize(
-    ("choice", "close_word", "outcomes"),
+    ("choice", "filters", "close_word", "outcomes"),
     [
-        ("warn", "inconclusive", {"passed": 2, "failed": 1, "warnings": 1}),
-        ("fail", "failed", {"passed": 1, "failed": 2}),
+        ("warn", (), "inconclusive", {"passed": 2, "failed": 1, "warnings": 1}),
+        ("fail", (), "failed", {"passed": 1, "failed": 2}),
+        # the plugin's warnings made errors (-W, or a project's filterwarnings = error): pytest fails the test
+        ("warn", ("-W", "error::pytest_triton.errors.PytestTritonWarning"), "failed", {"passed": 1, "failed": 2}),
+        ("warn", ("-o", "filterwarnings=error"), "failed", {"passed": 1, "failed": 2}),
     ],
+    ids=["warn", "fail", "warn-W-error", "warn-ini-filterwarnings-error"],
 )
 def test_relative_verdicts_say_inconclusive_as_pytest_does(
-    pytester: pytest.Pytester, choice: str, close_word: OutcomeWord, outcomes: dict[str, int]
+    pytester: pytest.Pytester, choice: str, filters: tuple[str, ...], close_word: OutcomeWord, outcomes: dict[str, int]
 ) -> None:
     pytester.path.joinpath("budgets.toml").write_text(RELATIVE_BUDGETS, encoding="utf-8")
     pytester.makepyfile(test_user=RELATIVE_TESTS)
     args = ["-p", "no:cacheprovider", "--triton-hardware", "test-hw", "--triton-budgets", "budgets.toml"]
     args += ["--triton-inconclusive", choice, "--triton-report", "out/run", "--junitxml", "junit.xml", "-rA"]
-    result = pytester.runpytest_subprocess(*args)
+    result = pytester.runpytest_subprocess(*args, *filters)
     result.assert_outcomes(**outcomes)
-    if choice == "warn":
+    if choice == "warn" and not filters:
         result.stdout.fnmatch_lines(["*TritonInconclusiveWarning: relative budget INCONCLUSIVE: close*"])
+    if filters:
+        result.stdout.fnmatch_lines(["*triton_inconclusive=warn acts as fail: the warnings filter *"])
     expected: dict[str, OutcomeWord] = {"near": "passed", "far": "failed", "close": close_word}
     pytest_said = _pytest_outcomes(pytester.path / "junit.xml")
     for channel, words in _relative_channels(pytester, result, list(expected)).items():
@@ -279,12 +286,3 @@ def test_relative_verdicts_say_inconclusive_as_pytest_does(
     assert close["status"] == "inconclusive"  # the measurement's finding, whatever the choice makes of it
     assert close["ratio_interval"][0] < 1.2 < close["ratio_interval"][1]
     assert close["rounds"] > 0
-
-
-def test_inconclusive_is_one_of_the_plugins_warnings(pytester: pytest.Pytester) -> None:
-    pytester.path.joinpath("budgets.toml").write_text(RELATIVE_BUDGETS, encoding="utf-8")
-    pytester.makepyfile(test_user=RELATIVE_TESTS)
-    args = ["-p", "no:cacheprovider", "--triton-hardware", "test-hw", "--triton-budgets", "budgets.toml", "-k", "close"]
-    result = pytester.runpytest_subprocess(*args, "-W", "error::pytest_triton.errors.PytestTritonWarning")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*TritonInconclusiveWarning: relative budget INCONCLUSIVE: close*"])
