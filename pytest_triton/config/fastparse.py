@@ -1,4 +1,4 @@
-"""A fast path for protobuf's text parser, over the tokens the position index reads anyway.
+"""A fast path for protobuf's text parser: one pass over the token stream, no token kept.
 
 protobuf's Python ``text_format`` is pure Python and takes about a millisecond per model config:
 most of the linter's time. This module builds the same message for the plain subset of the text
@@ -14,15 +14,21 @@ from __future__ import annotations
 
 import functools
 import re
+from array import array
 from collections.abc import Callable
 from typing import Any
 
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.descriptor import FieldDescriptor
 
-from pytest_triton.config.positions import Tokenized
+from pytest_triton.config.tokens import COMMENT
+from pytest_triton.config.tokens import END
+from pytest_triton.config.tokens import STRING
+from pytest_triton.config.tokens import TOKEN
+from pytest_triton.config.tokens import WORD
+from pytest_triton.config.tokens import TokenStream
+from pytest_triton.errors import ConfigLimitExceeded
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _INT = re.compile(r"-?(?:0|[1-9][0-9]*)\Z")
 _FLOAT = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?\Z")
 
@@ -56,19 +62,38 @@ def _is_map(field: FieldDescriptor) -> bool:
 
 
 class _Builder:
-    def __init__(self, tokens: Tokenized) -> None:
-        self.kinds, self.texts = tokens.kinds, tokens.texts
-        self.end = len(self.kinds)
-        self.i = 0
+    """Reads the token stream once, one token ahead; the offsets of the top-level fields' names are kept for the
+    position index."""
+
+    def __init__(self, tokens: TokenStream) -> None:
+        self.stream = tokens
+        self.limit = tokens.limit
+        self.matches = TOKEN.finditer(tokens.text)
+        self.starts: dict[str, array[int]] = {}
+        self.kind, self.text, self.offset = END, "", 0
+        self.advance()
+
+    def advance(self) -> None:
+        for match in self.matches:
+            kind = match.lastindex
+            if kind == COMMENT:
+                continue
+            text = match.group()
+            if len(text) > self.limit:
+                raise self.stream.too_long(kind or WORD, len(text), match.start())
+            self.kind, self.text, self.match = kind or WORD, text, match
+            return
+        self.kind, self.text = END, ""
 
     def expect(self, text: str) -> None:
-        if self.i >= self.end or self.kinds[self.i] != "p" or self.texts[self.i] != text:
+        # a punctuation character is a token of its own: no word or string token equals one
+        if self.text != text:
             raise Unsupported
-        self.i += 1
+        self.advance()
 
     def try_take(self, text: str) -> bool:
-        if self.i < self.end and self.kinds[self.i] == "p" and self.texts[self.i] == text:
-            self.i += 1
+        if self.text == text:
+            self.advance()
             return True
         return False
 
@@ -77,21 +102,22 @@ class _Builder:
         known = _fields(descriptor)
         seen: set[str] = set()
         oneofs: set[str] = set()
+        top_level = closer is None
         while True:
-            if self.i >= self.end:
-                if closer is None:
+            if self.kind == END:
+                if top_level:
                     return
                 raise Unsupported
-            kind, name = self.kinds[self.i], self.texts[self.i]
-            if closer is not None and kind == "p" and name == closer:
-                self.i += 1
+            name = self.text
+            if name == closer:
+                self.advance()
                 return
-            if kind != "w" or not _IDENT.match(name):
-                raise Unsupported
-            field = known.get(name)
+            field = known.get(name)  # a known field's name is an identifier: only a word token matches it
             if field is None:
                 raise Unsupported
-            self.i += 1
+            if top_level:
+                self.starts.setdefault(name, array("q")).append(self.match.start())
+            self.advance()
             repeated = field.is_repeated
             if not repeated:
                 if name in seen:
@@ -148,23 +174,21 @@ class _Builder:
             self.fields(sub, closer)
 
     def _scalar(self, message: Any, field: FieldDescriptor) -> None:
-        if self.i >= self.end:
-            raise Unsupported
-        kind, text = self.kinds[self.i], self.texts[self.i]
-        self.i += 1
+        kind, text = self.kind, self.text
+        self.advance()
         value: Any
         kind_of = field.type
         if kind_of == FieldDescriptor.TYPE_STRING:
-            if kind != "s":
+            if kind != STRING:
                 raise Unsupported
             parts = [text]
-            while self.i < self.end and self.kinds[self.i] == "s":
-                parts.append(self.texts[self.i])
-                self.i += 1
+            while self.kind == STRING:
+                parts.append(self.text)
+                self.advance()
             if any("\\" in part for part in parts):
                 raise Unsupported  # escapes: protobuf's own unescaping decides
             value = "".join(part[1:-1] for part in parts)
-        elif kind != "w":
+        elif kind != WORD:
             raise Unsupported
         elif kind_of == FieldDescriptor.TYPE_ENUM:
             enum_value = field.enum_type.values_by_name.get(text) if field.enum_type is not None else None
@@ -194,11 +218,14 @@ class _Builder:
             setattr(message, field.name, value)
 
 
-def build_message(tokens: Tokenized, message: Any) -> None:
-    """Fill ``message`` from ``tokens``; raise :class:`Unsupported` for anything outside the subset."""
-    if "o" in tokens.kinds:
-        raise Unsupported
+def build_message(tokens: TokenStream, message: Any) -> dict[str, array[int]]:
+    """Fill ``message`` from ``tokens``; raise :class:`Unsupported` for anything outside the subset. Returns the
+    offsets where each top-level field's name is written, by name, in text order."""
+    builder = _Builder(tokens)
     try:
-        _Builder(tokens).fields(message, None)
+        builder.fields(message, None)
+    except ConfigLimitExceeded:
+        raise
     except (ValueError, TypeError, KeyError, IndexError) as exc:
         raise Unsupported from exc
+    return builder.starts
