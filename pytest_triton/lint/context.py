@@ -64,6 +64,10 @@ class Reporter:
             self._folders = FolderReader(self)
         return self._folders
 
+    def forget_folders(self) -> None:
+        """Drop the run's folder listings (which refer back to this reporter) once no rule reads them."""
+        self._folders = None
+
     def show(self, path: Path) -> str:
         if self.display_root is not None:
             try:
