@@ -17,6 +17,7 @@ import re
 from array import array
 from collections.abc import Callable
 from typing import Any
+from typing import NamedTuple
 
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.descriptor import FieldDescriptor
@@ -51,14 +52,34 @@ class Unsupported(Exception):
     """The text is outside the fast path's subset: parse it with protobuf's text_format."""
 
 
+class _Field(NamedTuple):
+    """What the parser asks of a field, read from its descriptor once."""
+
+    name: str
+    repeated: bool
+    oneof: str | None
+    is_message: bool
+    is_map: bool
+    type: int
+    enum: Any
+
+
 @functools.cache
-def _fields(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
-    return dict(descriptor.fields_by_name)
+def _fields(descriptor: Descriptor) -> dict[str, _Field]:
+    return {name: _field(field) for name, field in descriptor.fields_by_name.items()}
 
 
-def _is_map(field: FieldDescriptor) -> bool:
+def _field(field: FieldDescriptor) -> _Field:
     message_type = field.message_type
-    return message_type is not None and message_type.GetOptions().map_entry
+    return _Field(
+        field.name,
+        field.is_repeated,
+        field.containing_oneof.name if field.containing_oneof is not None else None,
+        field.cpp_type == FieldDescriptor.CPPTYPE_MESSAGE,
+        message_type is not None and message_type.GetOptions().map_entry,
+        field.type,
+        field.enum_type,
+    )
 
 
 class _Builder:
@@ -118,17 +139,17 @@ class _Builder:
             if top_level:
                 self.starts.setdefault(name, array("q")).append(self.match.start())
             self.advance()
-            repeated = field.is_repeated
+            repeated = field.repeated
             if not repeated:
                 if name in seen:
                     raise Unsupported
                 seen.add(name)
-            oneof = field.containing_oneof
+            oneof = field.oneof
             if oneof is not None:
-                if oneof.name in oneofs:
+                if oneof in oneofs:
                     raise Unsupported
-                oneofs.add(oneof.name)
-            if field.cpp_type == FieldDescriptor.CPPTYPE_MESSAGE:
+                oneofs.add(oneof)
+            if field.is_message:
                 self.try_take(":")
                 if repeated and self.try_take("["):
                     self._list(self._message, message, field)
@@ -143,7 +164,7 @@ class _Builder:
             if not self.try_take(","):
                 self.try_take(";")
 
-    def _list(self, merge: Callable[[Any, FieldDescriptor], None], message: Any, field: FieldDescriptor) -> None:
+    def _list(self, merge: Callable[[Any, _Field], None], message: Any, field: _Field) -> None:
         if self.try_take("]"):
             return
         while True:
@@ -152,13 +173,13 @@ class _Builder:
                 return
             self.expect(",")
 
-    def _message(self, message: Any, field: FieldDescriptor) -> None:
+    def _message(self, message: Any, field: _Field) -> None:
         if self.try_take("<"):
             closer = ">"
         else:
             self.expect("{")
             closer = "}"
-        if _is_map(field):
+        if field.is_map:
             container = getattr(message, field.name)
             entry = container.GetEntryClass()()
             self.fields(entry, closer)
@@ -166,14 +187,14 @@ class _Builder:
                 container[entry.key].CopyFrom(entry.value)
             else:
                 container[entry.key] = entry.value
-        elif field.is_repeated:
+        elif field.repeated:
             self.fields(getattr(message, field.name).add(), closer)
         else:
             sub = getattr(message, field.name)
             sub.SetInParent()
             self.fields(sub, closer)
 
-    def _scalar(self, message: Any, field: FieldDescriptor) -> None:
+    def _scalar(self, message: Any, field: _Field) -> None:
         kind, text = self.kind, self.text
         self.advance()
         value: Any
@@ -191,7 +212,7 @@ class _Builder:
         elif kind != WORD:
             raise Unsupported
         elif kind_of == FieldDescriptor.TYPE_ENUM:
-            enum_value = field.enum_type.values_by_name.get(text) if field.enum_type is not None else None
+            enum_value = field.enum.values_by_name.get(text) if field.enum is not None else None
             if enum_value is None:
                 raise Unsupported
             value = enum_value.number
@@ -212,7 +233,7 @@ class _Builder:
             value = text == "true"
         else:  # bytes, groups
             raise Unsupported
-        if field.is_repeated:
+        if field.repeated:
             getattr(message, field.name).append(value)
         else:
             setattr(message, field.name, value)
