@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -109,7 +110,7 @@ class ModelContext:
     def name(self) -> str:
         return self.folder.name
 
-    @property
+    @functools.cached_property
     def config_path(self) -> Path:
         return self.folder / CONFIG_FILENAME
 
@@ -120,7 +121,7 @@ class ModelContext:
 
     def subfolders(self, *below: str) -> list[Path]:
         """Folders in the model folder (or in ``below`` inside it), sorted; none if unreadable."""
-        return self.reporter.folders.subfolders(self.folder.joinpath(*below))
+        return self.reporter.folders.subfolders(self.folder.joinpath(*below) if below else self.folder)
 
     @property
     def config(self) -> ModelConfig:

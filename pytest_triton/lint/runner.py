@@ -155,8 +155,8 @@ def _read_config_bytes(config: Path, reporter: Reporter, model: Path) -> bytes |
 
 def load_model(folder: Path, reporter: Reporter) -> ModelContext:
     """Read a model folder's config, reporting C001/C003/C004/C005 instead of raising."""
-    config = folder / CONFIG_FILENAME
     model = ModelContext(folder=folder, parsed=None, reporter=reporter)
+    config = model.config_path
     if not model.has_config:
         return model  # layout rules decide whether a missing config is fatal
     data = _read_config_bytes(config, reporter, folder)
