@@ -23,6 +23,8 @@ from pytest_triton.config.tokens import TokenStream
 from pytest_triton.config.tokens import quiet_escapes
 from pytest_triton.config.tokens import tokenize
 
+__all__ = ["Path", "PositionIndex", "index_positions", "index_tokens", "tokenize", "top_level_fields"]
+
 Path = tuple[str | int, ...]
 
 

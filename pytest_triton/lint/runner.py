@@ -275,8 +275,8 @@ def _lint(target: Path, reporter: Reporter, sagemaker_default_model: str | None)
             if archived is None:
                 return _grouped(reporter, {}, [], lambda owner, path: True)
             inside = [reporter.show(m.folder) for m in archived.models.values()]
-            texts = _config_texts(_unlinked(archived))
-            return _grouped(reporter, texts, inside, lambda owner, path: True)
+            archived_texts = _config_texts(_unlinked(archived))
+            return _grouped(reporter, archived_texts, inside, lambda owner, path: True)
     if not stat.S_ISDIR(info.st_mode):
         reporter.add(
             "L107", target, f"lint target {str(target)!r} is neither a folder nor a model.tar.gz", _TARGET_HINT
@@ -288,8 +288,8 @@ def _lint(target: Path, reporter: Reporter, sagemaker_default_model: str | None)
         own = reporter.show(target)
         # the model's own findings, and the repository folder's if it could not be read
         unlisted = reporter.show(parent) if folders.was_unreadable(parent) else None
-        texts = _config_texts(_unlinked(repo))
-        return _grouped(reporter, texts, [own], lambda owner, path: owner == own or path == unlisted)
+        own_texts = _config_texts(_unlinked(repo))
+        return _grouped(reporter, own_texts, [own], lambda owner, path: owner == own or path == unlisted)
     texts: dict[str, str] = {}
     models: list[str] = []
     repositories = find_repositories(target, folders)
