@@ -53,8 +53,8 @@ class _Lines:
 class TokenStream:
     """config.pbtxt text to be cut into tokens, with the limit on a token's length and the file's name.
 
-    Iterating gives ``(kind, text, offset)`` of each token in order, comments and OTHER characters left out
-    (OTHER ones only after protobuf accepted the text: it skips nothing)."""
+    Iterating gives ``(kind, text, offset)`` of each token in order, comments and OTHER characters left out (the
+    position index reads text protobuf accepted, which has none of the latter)."""
 
     def __init__(self, text: str, max_literal_bytes: int | None = None, path: str = "config.pbtxt") -> None:
         self.text = text
