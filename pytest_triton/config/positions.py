@@ -23,7 +23,7 @@ from pytest_triton.config.tokens import TokenStream
 from pytest_triton.config.tokens import quiet_escapes
 from pytest_triton.config.tokens import tokenize
 
-__all__ = ["Path", "PositionIndex", "index_positions", "index_tokens", "tokenize", "top_level_fields"]
+__all__ = ["Path", "PositionIndex", "index_positions", "index_tokens", "tokenize"]
 
 Path = tuple[str | int, ...]
 
@@ -158,7 +158,7 @@ class _Scanner:
             first, run = (index if scalar else None), None
 
 
-def top_level_fields(tokens: TokenStream) -> dict[str, array[int]]:
+def _top_level_fields(tokens: TokenStream) -> dict[str, array[int]]:
     """The offset of each top-level field's name, by name, in text order; values are skipped (balanced
     brackets, adjacent strings), not indexed."""
     starts: dict[str, array[int]] = {}
@@ -222,7 +222,7 @@ class _FieldScans:
     @property
     def pending(self) -> dict[str, array[int]]:
         if self._pending is None:
-            self._pending = top_level_fields(self.tokens)
+            self._pending = _top_level_fields(self.tokens)
         return self._pending
 
     def scan(self, key: object) -> None:
