@@ -5,8 +5,9 @@ models per CPU-second of this process, with the wall-clock rate beside them).
 
 Rows: repositories of 100 and 10,000 python/ONNX-config models with one ensemble (goal from
 issue 14: >= 2,000 model configs per second); one config holding a 1 MB and a 10 MB string
-literal, and 1 MB / 10 MB of ``parameters`` entries (rate and peak traced memory, which must grow
-linearly); a model.tar.gz of 1 GB of zeros (a tar bomb: time, peak memory, bytes written).
+literal, 1 MB / 10 MB of ``parameters`` entries, and an input with 1,000,000 dims (7 MB) (rate and
+peak traced memory, which must grow linearly); a model.tar.gz of 1 GB of zeros (a tar bomb: time,
+peak memory, bytes written).
 """
 
 from __future__ import annotations
@@ -103,6 +104,15 @@ def parameters_config(size: int) -> str:
     return 'name: "m"\nbackend: "python"\n' + "".join(entry.format(i) for i in range(count))
 
 
+def dims_config(count: int) -> str:
+    """One input whose dims list ``count`` sizes (1 to 99,999: ~7 bytes each, 7 MB for a million)."""
+    dims = ", ".join(str(1 + index % 99_999) for index in range(count))
+    return (
+        f'name: "m"\nbackend: "python"\ninput [ {{ name: "INPUT" data_type: TYPE_FP32 dims: [ {dims} ] }} ]\n'
+        'output [ { name: "OUTPUT" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
+    )
+
+
 def bomb(path: Path, size: int) -> Path:
     class Zeros:
         def __init__(self) -> None:
@@ -167,6 +177,16 @@ def main(argv: list[str] | None = None) -> int:
                     (f"{megabytes} MB config: {label}", f"{megabytes / cpu:,.1f} MB/s", f"{megabytes / wall:,.1f} MB/s",
                      f"{peak:,.0f} MB")
                 )  # fmt: skip
+        count = 100_000 if args.quick else 1_000_000
+        text = dims_config(count)
+        repo = _one_model(base / "dims", text)
+        cpu, wall = _median_run(functools.partial(_clean, repo), 1, warm=False)
+        peak = _peak(functools.partial(lint_path, repo, limits=BIG))
+        size_mb = len(text) / 1e6
+        rows.append(
+            (f"{size_mb:.1f} MB config: {count:,} dims", f"{size_mb / cpu:,.1f} MB/s", f"{size_mb / wall:,.1f} MB/s",
+             f"{peak:,.0f} MB")
+        )  # fmt: skip
         size = (100 if args.quick else 1_000) * 1_000_000
         archive = bomb(base / "bomb.tar.gz", size)
         work = base / "bomb-work"

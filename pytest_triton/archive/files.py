@@ -126,15 +126,12 @@ def leaves_root(path: Path, root: Path) -> str | None:
 
     ``path`` is usually ``root`` joined with a relative path; when no component below ``root`` is a link it
     stays inside, which a few lstat calls tell without resolving the whole absolute path (the linter asks
-    this for every config of a large repository)."""
-    try:
-        relative = path.relative_to(root)
-    except ValueError:
-        relative = None
-    if relative is not None and ".." not in relative.parts:
-        below = root
-        for part in relative.parts:
-            below = below / part
+    this for every config of a large repository: the components are cut from the strings, not pathlib)."""
+    relative = _parts_below(os.fspath(path), os.fspath(root))
+    if relative is not None and ".." not in relative:
+        below = os.fspath(root)
+        for part in relative:
+            below = os.path.join(below, part)
             if stat.S_ISLNK(os.lstat(below).st_mode):
                 break
         else:
@@ -143,6 +140,16 @@ def leaves_root(path: Path, root: Path) -> str | None:
     if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
         return None
     return real
+
+
+def _parts_below(path: str, root: str) -> list[str] | None:
+    """The components of ``path`` below ``root`` (both as pathlib writes a path), or None when it is not below."""
+    if path == root:
+        return []
+    if root == ".":
+        return None if os.path.isabs(path) else path.split(os.sep)
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    return path[len(prefix) :].split(os.sep) if path.startswith(prefix) else None
 
 
 def _limit_of(kind: FileKind, limits: FileLimits | None, limit: int | None) -> int:
@@ -164,13 +171,20 @@ def open_regular(
 ) -> Iterator[BinaryIO]:
     """``path`` opened for reading once it is known to be a regular file within its size limit (see the
     module); ``limit`` replaces the kind's limit for this call (a caller with its own setting)."""
-    handle, _ = _open_checked(path, kind, root, _limit_of(kind, limits, limit))
+    fd, _ = _open_checked(path, kind, root, _limit_of(kind, limits, limit))
+    try:
+        os.set_blocking(fd, True)
+        handle = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
     with handle:
         yield handle
 
 
-def _open_checked(path: Path, kind: FileKind, root: Path | None, limit: int) -> tuple[BinaryIO, int]:
-    """The open file and its size as ``fstat`` gave it, once every check of the module passed."""
+def _open_checked(path: Path, kind: FileKind, root: Path | None, limit: int) -> tuple[int, int]:
+    """The open descriptor (non-blocking) and its size as ``fstat`` gave it, once every check of the module
+    passed."""
     what = _WHAT[kind]
     try:
         before = os.stat(path)  # no open() at all of a socket or a device: opening one can have effects
@@ -189,8 +203,7 @@ def _open_checked(path: Path, kind: FileKind, root: Path | None, limit: int) -> 
             raise _not_regular(path, what, special_kind(opened.st_mode) or "a folder")
         if opened.st_size > limit:
             raise _too_large(path, kind, limit, size=opened.st_size)
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb"), opened.st_size
+        return fd, opened.st_size
     except BaseException:
         os.close(fd)
         raise
@@ -206,14 +219,29 @@ def read_file_bytes(
 ) -> bytes:
     """The bytes of a regular file of ``kind``, at most its limit (see the module and :func:`open_regular`)."""
     limit = _limit_of(kind, limits, limit)
-    handle, size = _open_checked(path, kind, root, limit)
-    with handle:
-        data = handle.read(min(size, limit) + 1)  # read(n) allocates n bytes: ask for what is there
+    fd, size = _open_checked(path, kind, root, limit)
+    try:  # a regular file's reads ignore O_NONBLOCK: the descriptor is read as it was opened
+        data = _read_up_to(fd, min(size, limit) + 1)  # a read of n allocates n bytes: ask for what is there
         if len(data) > size:  # grew while read, or a /proc file that says it holds 0 bytes: read on to the limit
-            data += handle.read(limit + 1 - len(data))
+            data += _read_up_to(fd, limit + 1 - len(data))
+    finally:
+        os.close(fd)
     if len(data) > limit:
         raise _too_large(path, kind, limit)
     return data
+
+
+def _read_up_to(fd: int, count: int) -> bytes:
+    """``count`` bytes from ``fd``, fewer at the end of the file."""
+    data = os.read(fd, count)
+    if len(data) == count or not data:
+        return data
+    chunks = [data]
+    count -= len(data)
+    while count > 0 and (data := os.read(fd, count)):
+        chunks.append(data)
+        count -= len(data)
+    return b"".join(chunks)
 
 
 def read_file_text(

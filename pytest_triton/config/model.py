@@ -7,21 +7,20 @@ a hand-written grammar.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib.util
 import re
-import warnings
-from collections.abc import Iterator
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
 from pytest_triton.config.positions import PositionIndex
-from pytest_triton.config.positions import Tokenized
 from pytest_triton.config.positions import index_tokens
-from pytest_triton.config.positions import tokenize
+from pytest_triton.config.tokens import TokenStream
+from pytest_triton.config.tokens import quiet_escapes
+from pytest_triton.config.tokens import tokenize
 from pytest_triton.errors import ConfigSyntaxError
 from pytest_triton.errors import MissingDependency
 
@@ -149,19 +148,21 @@ def parse_config(text: str, path: str = CONFIG_FILENAME, *, max_literal_bytes: i
     from pytest_triton.config.fastparse import Unsupported
     from pytest_triton.config.fastparse import build_message
 
-    tokenized = tokenize(text, max_literal_bytes=max_literal_bytes, path=path)
-    if "\\" in text:
-        for kind, literal, offset in zip(tokenized.kinds, tokenized.texts, tokenized.offsets):
-            if kind == "s" and "\\" in literal:
-                _check_escapes(literal, offset, tokenized, path)
+    tokens = tokenize(text, max_literal_bytes=max_literal_bytes, path=path)
     cls = model_config_class()
     message = cls()
     try:
-        build_message(tokenized, message)
+        starts: dict[str, array[int]] | None = build_message(tokens, message)
     except Unsupported:
+        starts = None
+        tokens.check_lengths()
+        if "\\" in text:
+            for literal, offset in tokens.strings():
+                if "\\" in literal:
+                    _check_escapes(literal, offset, tokens, path)
         message = cls()  # protobuf's own parser: the reference result and error messages
         try:
-            with _quiet_escapes():
+            with quiet_escapes():
                 _parse_text(text, message)
         except text_format.ParseError as exc:
             line = exc.GetLine() or 0
@@ -170,30 +171,17 @@ def parse_config(text: str, path: str = CONFIG_FILENAME, *, max_literal_bytes: i
             raise ConfigSyntaxError(message_text, path=path, line=line, col=col) from exc
         except (ValueError, RecursionError) as exc:  # refused by the message itself, without a position
             raise ConfigSyntaxError(str(exc), path=path) from exc
-    if "\\" in text:  # only an escape can warn, and catch_warnings costs a third of a small config's parse
-        with _quiet_escapes():  # unescaping happens in the scan: all of it here, inside the filter
-            positions = index_tokens(tokenized, at_once=True)
-    else:
-        positions = index_tokens(tokenized)
+    positions = index_tokens(tokens, starts=starts)
     if "+" in text:  # reading every literal scans every field
         _reject_plus_signs(text, positions, path)
     return ParsedConfig(message=message, text=text, path=path, positions=positions)
-
-
-@contextlib.contextmanager
-def _quiet_escapes() -> Iterator[None]:
-    """protobuf's Python unescaping warns on ``\\?``, an escape C++ reads as ``?`` (every escape C++ refuses is
-    refused before, by :func:`_check_escapes`): a warning there says nothing about the config."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"google\.protobuf\.")
-        yield
 
 
 _SIMPLE_ESCAPES = frozenset("abfnrtv\\?'\"01234567")
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
-def _check_escapes(literal: str, offset: int, tokenized: Tokenized, path: str) -> None:
+def _check_escapes(literal: str, offset: int, tokens: TokenStream, path: str) -> None:
     """Refuse an escape that Triton's C++ text parser refuses, with its message and position (the character
     where its tokenizer stopped); Python's parser keeps ``\\o`` as it is, with a DeprecationWarning."""
     i, end = 1, len(literal) - 1  # inside the quotes
@@ -216,7 +204,7 @@ def _check_escapes(literal: str, offset: int, tokenized: Tokenized, path: str) -
         while digits < need and at < end and _allowed(kind, digits, literal[at]):
             at, digits = at + 1, digits + 1
         if digits < need or not need:
-            line, col = tokenized.lines.position(offset + at)
+            line, col = tokens.position(offset + at)
             raise ConfigSyntaxError(message, path=path, line=line, col=col)
         i = at
 

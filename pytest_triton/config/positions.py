@@ -1,44 +1,31 @@
 """A light position index over config.pbtxt text.
 
 protobuf's Python text_format parser does not say where each field was read, so
-after a successful parse we scan the text once more and remember the line and
+after a successful parse we read the text's tokens once more and remember the line and
 column of every field name, keyed by its path: ``("input", 1, "dims")`` is the
 ``dims`` field of the second ``input``. Repeated scalars get one key per element
-(``("input", 1, "dims", 0)``). Comments are kept per line for suppressions.
+(``("input", 1, "dims", 0)``).
 """
 
 from __future__ import annotations
 
-import bisect
-import re
-import sys
 from array import array
 from collections.abc import Iterator
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 
-from pytest_triton.errors import ConfigLimitExceeded
+from pytest_triton.config.tokens import END
+from pytest_triton.config.tokens import PUNCT
+from pytest_triton.config.tokens import STRING
+from pytest_triton.config.tokens import WORD
+from pytest_triton.config.tokens import TokenStream
+from pytest_triton.config.tokens import quiet_escapes
+from pytest_triton.config.tokens import tokenize
+
+__all__ = ["Path", "PositionIndex", "index_positions", "index_tokens", "tokenize"]
 
 Path = tuple[str | int, ...]
-
-# Python's re keeps a backtracking record per iteration of a repeated group, so a string
-# pattern written as ``(?:[^"\\]|\\.)*`` costs memory per character of a literal. The unrolled form
-# repeats a character class (no record per character); possessive quantifiers (Python 3.11+) drop
-# the records per escape too.
-_RUN = "*+" if sys.version_info >= (3, 11) else "*"
-_STRING = "|".join(rf"{q}[^{q}\\\n]{_RUN}(?:\\.[^{q}\\\n]{_RUN}){_RUN}{q}" for q in ('"', "'"))
-_TOKEN = re.compile(
-    rf"""
-    (?P<comment>\#[^\n]*)
-  | (?P<string>{_STRING})
-  | (?P<punct>[{{}}\[\]:,;<>])
-  | (?P<word>[^\s{{}}\[\]:,;<>"'\#]+)
-  | (?P<other>\S)
-    """,
-    re.VERBOSE,
-)
-_NEWLINE = re.compile("\n")
 
 
 @dataclass
@@ -46,7 +33,6 @@ class PositionIndex:
     """Where each field of a parsed config stands in its text (1-based line and column)."""
 
     positions: Mapping[Path, tuple[int, int]] = field(default_factory=dict)
-    comments: dict[int, str] = field(default_factory=dict)
     # the literal of each scalar value, strings unquoted and unescaped (map keys need it:
     # protobuf maps keep no order, so an entry is found again by its written key)
     literals: Mapping[Path, str] = field(default_factory=dict)
@@ -81,177 +67,130 @@ class PositionIndex:
         return (*prefix, hits[-1] if key is not None else hits[0])
 
 
-class _Lines:
-    """Offset → (line, column), by bisecting the offsets where lines start."""
-
-    def __init__(self, text: str) -> None:
-        self.starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
-
-    def position(self, offset: int) -> tuple[int, int]:
-        index = bisect.bisect_right(self.starts, offset) - 1
-        return index + 1, offset - self.starts[index] + 1
-
-
-@dataclass
-class Tokenized:
-    """config.pbtxt text cut into tokens once, for the fast parser and the position index.
-
-    Token ``i`` is ``kinds[i]`` (the first letter of its group: ``w``ord, ``s``tring, ``p``unctuation,
-    ``o``ther), ``texts[i]`` and ``offsets[i]`` in the text. Three flat columns rather than a tuple per token:
-    a config of a million small tokens holds about 17 bytes per token instead of about 100 (a punctuation
-    character is a shared one-character string and a field name is interned, so only literals are new strings)."""
-
-    text: str
-    kinds: str
-    texts: list[str]
-    offsets: array[int]
-    comments: dict[int, str]
-    lines: _Lines
-
-    def without_other(self) -> Tokenized:
-        """The same tokens less those of kind ``o`` (characters outside the grammar, skipped)."""
-        keep = [i for i, kind in enumerate(self.kinds) if kind != "o"]
-        return Tokenized(
-            self.text,
-            "".join(self.kinds[i] for i in keep),
-            [self.texts[i] for i in keep],
-            array("q", (self.offsets[i] for i in keep)),
-            self.comments,
-            self.lines,
-        )
-
-
-def _tokenize(text: str, lines: _Lines, max_literal_bytes: int | None, path: str) -> Tokenized:
-    """Tokens and comments; characters no token matches are skipped (protobuf accepted the text)."""
-    kinds: list[str] = []
-    texts: list[str] = []
-    offsets = array("q")
-    comments: dict[int, str] = {}
-    intern = sys.intern
-    for match in _TOKEN.finditer(text):
-        kind = match.lastgroup or "w"
-        value = match.group()
-        if max_literal_bytes is not None and len(value) > max_literal_bytes and kind != "comment":
-            line, col = lines.position(match.start())
-            raise ConfigLimitExceeded(
-                f"a {'string' if kind == 'string' else 'value'} of {len(value):,} characters is longer "
-                f"than max_literal_bytes={max_literal_bytes:,}: raise it with --max-literal-bytes=N (CLI) or "
-                f"--triton-lint-limit max_literal_bytes=N (pytest)",
-                path=path,
-                line=line,
-                col=col,
-            )
-        if kind == "comment":
-            comments[lines.position(match.start())[0]] = value
-        else:
-            kinds.append(kind[0])
-            texts.append(intern(value) if kind == "word" else value)
-            offsets.append(match.start())
-    return Tokenized(text, "".join(kinds), texts, offsets, comments, lines)
+_NO_TOKEN = (END, "", -1)
 
 
 class _Scanner:
-    """Walks the tokens as protobuf's grammar nests them, recording offsets of names and values."""
+    """Walks a field's tokens as protobuf's grammar nests them, recording the offsets of names and values.
 
-    def __init__(self, tokens: Tokenized) -> None:
-        self.kinds, self.texts, self.token_offsets = tokens.kinds, tokens.texts, tokens.offsets
-        self.end = len(tokens.kinds)
-        self.i = 0
+    A list of scalars keeps its first value's offset under that value's path and the others in one array
+    (``runs``, by the first value's path): a list of a million dims costs 8 bytes per value, not a tuple key."""
+
+    def __init__(self, tokens: TokenStream) -> None:
+        self.tokens = tokens
         self.offsets: dict[Path, int] = {}
-        self.literals: dict[Path, str] = {}
+        self.runs: dict[Path, array[int]] = {}
+        self.runs_by_field: dict[Path, list[tuple[int, array[int]]]] = {}
+        self.stream: Iterator[tuple[int, str, int]] = iter(())
+        self.kind, self.text, self.offset = _NO_TOKEN
+
+    def start(self, offset: int) -> None:
+        self.stream = self.tokens.tokens_from(offset)
+        self.advance()
+
+    def advance(self) -> None:
+        self.kind, self.text, self.offset = next(self.stream, _NO_TOKEN)
 
     def message(self, prefix: Path, closer: bool) -> None:
-        kinds, texts = self.kinds, self.texts
         counts: dict[str, int] = {}
-        while self.i < self.end:
-            if kinds[self.i] == "p":
-                self.i += 1
-                if texts[self.i - 1] in "}>" and closer:
+        while self.kind != END:
+            if self.kind == PUNCT:
+                text = self.text
+                self.advance()
+                if text in "}>" and closer:
                     return
                 continue  # stray separators (, ;) between fields, or an unmatched closer at the top
             self.field(prefix, counts)
 
     def field(self, prefix: Path, counts: dict[str, int]) -> None:
         """The field whose name is the current token, and its value or list of values."""
-        texts = self.texts
-        name = texts[self.i].strip("[]")
-        self.offsets.setdefault((*prefix, name), self.token_offsets[self.i])
-        self.i += 1
-        if self.i < self.end and texts[self.i] == ":":
-            self.i += 1
-        if self.i >= self.end:
+        name = self.text.strip("[]")
+        self.offsets.setdefault((*prefix, name), self.offset)
+        self.advance()
+        if self.text == ":":
+            self.advance()
+        if self.kind == END:
             return
-        if texts[self.i] == "[":
-            self.i += 1
+        if self.text == "[":
+            self.advance()
             self._list(prefix, name, counts)
         else:
             index = counts.get(name, 0)
             counts[name] = index + 1
             self._value(prefix, name, index)
 
-    def top_level_fields(self) -> dict[str, list[int]]:
-        """The token index of each top-level field's name, by name, in text order; values are skipped
-        (balanced brackets, adjacent strings), not indexed."""
-        kinds, texts, end = self.kinds, self.texts, self.end
-        starts: dict[str, list[int]] = {}
-        i = 0
-        while i < end:
-            if kinds[i] == "p":
-                i += 1
-                continue
-            starts.setdefault(texts[i].strip("[]"), []).append(i)
-            i += 1
-            if i < end and texts[i] == ":":
-                i += 1
-            if i >= end:
-                break
-            if kinds[i] == "p" and texts[i] in "[{<":
-                depth = 0
-                while i < end:
-                    if kinds[i] == "p":
-                        text = texts[i]
-                        if text in "[{<":
-                            depth += 1
-                        elif text in "]}>":
-                            depth -= 1
-                    i += 1
-                    if depth == 0:
-                        break
-            else:
-                i += 1
-                while i < end and kinds[i] == "s" and kinds[i - 1] == "s":
-                    i += 1
-        return starts
-
     def _value(self, prefix: Path, name: str, index: int) -> None:
-        i = self.i
-        kind, text, offset = self.kinds[i], self.texts[i], self.token_offsets[i]
-        self.i += 1
+        kind, text = self.kind, self.text
         path = (*prefix, name, index)
-        self.offsets.setdefault(path, offset)
-        if kind == "p" and text in "{<":
+        self.offsets.setdefault(path, self.offset)
+        self.advance()
+        if kind == PUNCT and text in "{<":
             self.message(path, True)
-        elif kind == "s":  # adjacent strings concatenate
-            parts = [_unquote(text)]
-            while self.i < self.end and self.kinds[self.i] == "s":
-                parts.append(_unquote(self.texts[self.i]))
-                self.i += 1
-            self.literals[path] = "".join(parts)
-        else:
-            self.literals[path] = text
+        elif kind == STRING:  # adjacent strings concatenate
+            while self.kind == STRING:
+                self.advance()
 
     def _list(self, prefix: Path, name: str, counts: dict[str, int]) -> None:
-        while self.i < self.end:
-            text = self.texts[self.i]
+        first: int | None = None  # the index of the scalar value the ones after it in this list follow
+        run: array[int] | None = None
+        while self.kind != END:
+            text = self.text
             if text == "]":
-                self.i += 1
+                self.advance()
                 return
             if text == ",":
-                self.i += 1
+                self.advance()
                 continue
             index = counts.get(name, 0)
             counts[name] = index + 1
+            kind = self.kind
+            scalar = kind in (WORD, STRING)
+            if first is not None and scalar:
+                if run is None:
+                    run = self.runs[(*prefix, name, first)] = array("q")
+                    self.runs_by_field.setdefault((*prefix, name), []).append((first, run))
+                run.append(self.offset)
+                self.advance()
+                while kind == STRING and self.kind == STRING:  # adjacent strings concatenate
+                    self.advance()
+                continue
             self._value(prefix, name, index)
+            first, run = (index if scalar else None), None
+
+
+def _top_level_fields(tokens: TokenStream) -> dict[str, array[int]]:
+    """The offset of each top-level field's name, by name, in text order; values are skipped (balanced
+    brackets, adjacent strings), not indexed."""
+    starts: dict[str, array[int]] = {}
+    stream = iter(tokens)
+    kind, text, offset = next(stream, _NO_TOKEN)
+    while kind != END:
+        if kind == PUNCT:
+            kind, text, offset = next(stream, _NO_TOKEN)
+            continue
+        starts.setdefault(text.strip("[]"), array("q")).append(offset)
+        kind, text, offset = next(stream, _NO_TOKEN)
+        if text == ":":
+            kind, text, offset = next(stream, _NO_TOKEN)
+        if kind == END:
+            break
+        if kind == PUNCT and text in "[{<":
+            depth = 0
+            while kind != END:
+                if kind == PUNCT:
+                    if text in "[{<":
+                        depth += 1
+                    elif text in "]}>":
+                        depth -= 1
+                kind, text, offset = next(stream, _NO_TOKEN)
+                if depth == 0:
+                    break
+        else:
+            was_string = kind == STRING
+            kind, text, offset = next(stream, _NO_TOKEN)
+            while was_string and kind == STRING:
+                kind, text, offset = next(stream, _NO_TOKEN)
+    return starts
 
 
 def _unquote(literal: str) -> str:
@@ -261,102 +200,152 @@ def _unquote(literal: str) -> str:
     from google.protobuf import text_encoding
 
     try:
-        return text_encoding.CUnescape(inner).decode("utf-8", "replace")
+        with quiet_escapes():
+            return text_encoding.CUnescape(inner).decode("utf-8", "replace")
     except ValueError:
         return inner
 
 
 class _FieldScans:
-    """The offsets and literals of each top-level field, scanned when a path under it is first asked: a config
-    of 200,000 ``parameters`` entries holds no index of them unless a finding needs one."""
+    """The offsets of each top-level field, scanned when a path under it is first asked: a config of 200,000
+    ``parameters`` entries holds no index of them unless a finding needs one. Literals are read again from the
+    text at their offsets."""
 
-    def __init__(self, tokenized: Tokenized, *, at_once: bool) -> None:
-        scanner = _Scanner(tokenized)
-        self.offsets, self.literals = scanner.offsets, scanner.literals
-        if at_once:  # one pass over the whole text
-            scanner.message((), False)
-            self.scanner, self.pending = None, {}
-        else:
-            self.scanner, self.pending = scanner, scanner.top_level_fields()
+    def __init__(self, tokens: TokenStream, starts: dict[str, array[int]] | None, *, at_once: bool) -> None:
+        self.tokens = tokens
+        self.scanner = _Scanner(tokens)
+        self.offsets, self.runs = self.scanner.offsets, self.scanner.runs
+        self._pending = starts
+        if at_once:
+            self.scan_all()
+
+    @property
+    def pending(self) -> dict[str, array[int]]:
+        if self._pending is None:
+            self._pending = _top_level_fields(self.tokens)
+        return self._pending
 
     def scan(self, key: object) -> None:
-        if not isinstance(key, tuple) or not key or key[0] not in self.pending or self.scanner is None:
+        if not isinstance(key, tuple) or not key or (self._pending is not None and not self._pending):
+            return
+        starts = self.pending.pop(key[0], None) if isinstance(key[0], str) else None
+        if starts is None:
             return
         counts: dict[str, int] = {}
-        for start in self.pending.pop(key[0]):
-            self.scanner.i = start
-            self.scanner.field((), counts)
-        if not self.pending:
-            self.scanner = None  # every field scanned: the tokens can go
+        scanner = self.scanner
+        for start in starts:
+            scanner.start(start)
+            scanner.field((), counts)
+        scanner.stream = iter(())
 
     def scan_all(self) -> None:
         for name in list(self.pending):
             self.scan((name,))
+
+    def offset(self, key: Path) -> int | None:
+        found = self.offsets.get(key)
+        if found is not None or len(key) < 2 or not isinstance(key[-1], int):
+            return found
+        for first, run in self.scanner.runs_by_field.get(key[:-1], ()):
+            at = key[-1] - first - 1
+            if 0 <= at < len(run):
+                return run[at]
+        return None
+
+    def paths(self) -> Iterator[Path]:
+        """Every recorded path, in the order it was scanned (a list's values in text order)."""
+        self.scan_all()
+        for key in self.offsets:
+            yield key
+            run = self.runs.get(key)
+            if run:
+                head, first = key[:-1], key[-1]
+                assert isinstance(first, int)
+                for at in range(len(run)):
+                    yield (*head, first + 1 + at)
+
+    def literal(self, key: Path) -> str | None:
+        """The scalar value at ``key`` as written (strings unquoted, unescaped and joined), else None."""
+        if not key or not isinstance(key[-1], int):
+            return None
+        offset = self.offset(key)
+        if offset is None:
+            return None
+        stream = self.tokens.tokens_from(offset)
+        kind, text, _ = next(stream)
+        if kind == PUNCT and text in "{<":
+            return None
+        if kind != STRING:
+            return text
+        parts = [_unquote(text)]
+        for kind, text, _ in stream:
+            if kind != STRING:
+                break
+            parts.append(_unquote(text))
+        return "".join(parts)
 
 
 class _Positions(Mapping[Path, tuple[int, int]]):
     """Field path → (line, column), kept as text offsets and turned into a position when asked:
     a config of many small fields holds one int per field instead of a tuple."""
 
-    def __init__(self, scans: _FieldScans, lines: _Lines) -> None:
+    def __init__(self, scans: _FieldScans) -> None:
         self.scans = scans
-        self.lines = lines
 
     def __getitem__(self, key: Path) -> tuple[int, int]:
         self.scans.scan(key)
-        return self.lines.position(self.scans.offsets[key])
+        offset = self.scans.offset(key)
+        if offset is None:
+            raise KeyError(key)
+        return self.scans.tokens.position(offset)
 
     def __contains__(self, key: object) -> bool:
         self.scans.scan(key)
-        return key in self.scans.offsets
+        return isinstance(key, tuple) and self.scans.offset(key) is not None
 
     def __iter__(self) -> Iterator[Path]:
-        self.scans.scan_all()
-        return iter(self.scans.offsets)
+        return self.scans.paths()
 
     def __len__(self) -> int:
-        self.scans.scan_all()
-        return len(self.scans.offsets)
+        return sum(1 for _ in self.scans.paths())
 
 
 class _Literals(Mapping[Path, str]):
-    """Field path → the literal of a scalar value (see :class:`PositionIndex`), scanned as positions are."""
+    """Field path → the literal of a scalar value (see :class:`PositionIndex`), read from the text when asked."""
 
     def __init__(self, scans: _FieldScans) -> None:
         self.scans = scans
 
     def __getitem__(self, key: Path) -> str:
         self.scans.scan(key)
-        return self.scans.literals[key]
+        found = self.scans.literal(key) if isinstance(key, tuple) else None
+        if found is None:
+            raise KeyError(key)
+        return found
 
     def __contains__(self, key: object) -> bool:
         self.scans.scan(key)
-        return key in self.scans.literals
+        return isinstance(key, tuple) and self.scans.literal(key) is not None
 
     def __iter__(self) -> Iterator[Path]:
-        self.scans.scan_all()
-        return iter(self.scans.literals)
+        return (key for key in self.scans.paths() if self.scans.literal(key) is not None)
 
     def __len__(self) -> int:
-        self.scans.scan_all()
-        return len(self.scans.literals)
+        return sum(1 for _ in self)
 
 
-def tokenize(text: str, *, max_literal_bytes: int | None = None, path: str = "config.pbtxt") -> Tokenized:
-    """Tokens, comments and line starts; with ``max_literal_bytes`` a longer token raises
-    :class:`ConfigLimitExceeded` naming its position. Linear in time and memory."""
-    return _tokenize(text, _Lines(text), max_literal_bytes, path)
-
-
-def index_tokens(tokenized: Tokenized, *, at_once: bool = False) -> PositionIndex:
-    """Index the field positions, literals and comments of text that protobuf accepts; each top-level field is
-    scanned when first asked, or all of them now with ``at_once``."""
-    if "o" in tokenized.kinds:
-        tokenized = tokenized.without_other()
-    scans = _FieldScans(tokenized, at_once=at_once)
-    return PositionIndex(_Positions(scans, tokenized.lines), tokenized.comments, _Literals(scans))
+def index_tokens(
+    tokens: TokenStream, *, starts: dict[str, array[int]] | None = None, at_once: bool = False
+) -> PositionIndex:
+    """Index the field positions and literals of text that protobuf accepts; each top-level field is scanned
+    when first asked, or all of them now with ``at_once``. ``starts``: where each top-level field's name is
+    written (as the fast parser returns them), else found on first use."""
+    scans = _FieldScans(tokens, starts, at_once=at_once)
+    return PositionIndex(_Positions(scans), _Literals(scans))
 
 
 def index_positions(text: str, *, max_literal_bytes: int | None = None, path: str = "config.pbtxt") -> PositionIndex:
-    """Index the field positions, literals and comments of config text that protobuf accepted."""
-    return index_tokens(tokenize(text, max_literal_bytes=max_literal_bytes, path=path))
+    """Index the field positions and literals of config text that protobuf accepted."""
+    tokens = tokenize(text, max_literal_bytes=max_literal_bytes, path=path)
+    tokens.check_lengths()
+    return index_tokens(tokens)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -64,6 +65,10 @@ class Reporter:
             self._folders = FolderReader(self)
         return self._folders
 
+    def forget_folders(self) -> None:
+        """Drop the run's folder listings (which refer back to this reporter) once no rule reads them."""
+        self._folders = None
+
     def show(self, path: Path) -> str:
         if self.display_root is not None:
             try:
@@ -105,7 +110,7 @@ class ModelContext:
     def name(self) -> str:
         return self.folder.name
 
-    @property
+    @functools.cached_property
     def config_path(self) -> Path:
         return self.folder / CONFIG_FILENAME
 
@@ -116,7 +121,7 @@ class ModelContext:
 
     def subfolders(self, *below: str) -> list[Path]:
         """Folders in the model folder (or in ``below`` inside it), sorted; none if unreadable."""
-        return self.reporter.folders.subfolders(self.folder.joinpath(*below))
+        return self.reporter.folders.subfolders(self.folder.joinpath(*below) if below else self.folder)
 
     @property
     def config(self) -> ModelConfig:

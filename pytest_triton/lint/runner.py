@@ -155,8 +155,8 @@ def _read_config_bytes(config: Path, reporter: Reporter, model: Path) -> bytes |
 
 def load_model(folder: Path, reporter: Reporter) -> ModelContext:
     """Read a model folder's config, reporting C001/C003/C004/C005 instead of raising."""
-    config = folder / CONFIG_FILENAME
     model = ModelContext(folder=folder, parsed=None, reporter=reporter)
+    config = model.config_path
     if not model.has_config:
         return model  # layout rules decide whether a missing config is fatal
     data = _read_config_bytes(config, reporter, folder)
@@ -231,6 +231,15 @@ def apply_suppressions(findings: Iterable[Finding], files: dict[str, str]) -> li
     return kept
 
 
+def _unlinked(repo: RepositoryContext) -> RepositoryContext:
+    """``repo`` with its models' links back to it cut once the rules ran: the run's contexts then hold no
+    cycle, and are freed as the run returns instead of by one collector pass over everything the run made
+    when the collector is enabled again (~10% of the time of a 10,000-model run)."""
+    for model in repo.models.values():
+        model.repository = None
+    return repo
+
+
 def _config_texts(repo: RepositoryContext) -> dict[str, str]:
     return {repo.reporter.show(m.config_path): m.parsed.text for m in repo.models.values() if m.parsed is not None}
 
@@ -266,7 +275,8 @@ def _lint(target: Path, reporter: Reporter, sagemaker_default_model: str | None)
             if archived is None:
                 return _grouped(reporter, {}, [], lambda owner, path: True)
             inside = [reporter.show(m.folder) for m in archived.models.values()]
-            return _grouped(reporter, _config_texts(archived), inside, lambda owner, path: True)
+            archived_texts = _config_texts(_unlinked(archived))
+            return _grouped(reporter, archived_texts, inside, lambda owner, path: True)
     if not stat.S_ISDIR(info.st_mode):
         reporter.add(
             "L107", target, f"lint target {str(target)!r} is neither a folder nor a model.tar.gz", _TARGET_HINT
@@ -278,7 +288,8 @@ def _lint(target: Path, reporter: Reporter, sagemaker_default_model: str | None)
         own = reporter.show(target)
         # the model's own findings, and the repository folder's if it could not be read
         unlisted = reporter.show(parent) if folders.was_unreadable(parent) else None
-        return _grouped(reporter, _config_texts(repo), [own], lambda owner, path: owner == own or path == unlisted)
+        own_texts = _config_texts(_unlinked(repo))
+        return _grouped(reporter, own_texts, [own], lambda owner, path: owner == own or path == unlisted)
     texts: dict[str, str] = {}
     models: list[str] = []
     repositories = find_repositories(target, folders)
@@ -286,7 +297,7 @@ def _lint(target: Path, reporter: Reporter, sagemaker_default_model: str | None)
         reporter.add("L109", target, "no model folders found (a model folder holds config.pbtxt and version folders)")
     for root in repositories:
         repo = lint_repository(root, reporter, sagemaker_default_model=sagemaker_default_model)
-        texts.update(_config_texts(repo))
+        texts.update(_config_texts(_unlinked(repo)))
         models += [reporter.show(m.folder) for m in repo.models.values()]
     return _grouped(reporter, texts, models, lambda owner, path: True)
 
@@ -354,6 +365,7 @@ def lint_target(
         )
         result = _grouped(reporter, {}, [], lambda owner, path: True)
     result.target = target
+    reporter.forget_folders()  # no cycle left (see _unlinked)
     return result
 
 

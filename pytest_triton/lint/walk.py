@@ -10,6 +10,7 @@ user the linter ran as (as root every tree is readable, which hides what the ser
 from __future__ import annotations
 
 import errno
+import operator
 import os
 import stat
 from dataclasses import dataclass
@@ -23,20 +24,25 @@ if TYPE_CHECKING:
     from pytest_triton.lint.context import Reporter
 
 
-@dataclass(frozen=True)
 class Entry:
     """One child of a folder; ``is_dir`` and ``is_file`` follow links, as Triton does (neither: a special
-    file, a link loop or a link that leads nowhere)."""
+    file, a link loop or a link that leads nowhere). A plain class with slots: a listing of 10,000 model
+    folders makes one per child, and its path is made once, when first asked."""
 
-    name: str
-    folder: Path
-    is_dir: bool
-    is_file: bool = True
-    is_link: bool = False
+    __slots__ = ("_path", "folder", "is_dir", "is_file", "is_link", "name")
+
+    def __init__(self, name: str, folder: Path, is_dir: bool, is_file: bool = True, is_link: bool = False) -> None:
+        self.name, self.folder, self.is_dir, self.is_file, self.is_link = name, folder, is_dir, is_file, is_link
+        self._path: Path | None = None
+
+    def __repr__(self) -> str:
+        return f"Entry({self.name!r}, {self.folder!r}, is_dir={self.is_dir}, is_file={self.is_file})"
 
     @property
     def path(self) -> Path:
-        return self.folder / self.name
+        if self._path is None:
+            self._path = self.folder / self.name
+        return self._path
 
 
 def describe_access(path: Path, exc: OSError) -> str:
@@ -71,7 +77,7 @@ class FolderReader:
         except OSError as exc:
             self.unreadable(folder, exc, what="folder")
             found = []
-        listing = tuple(sorted(found, key=lambda entry: entry.name))
+        listing = tuple(sorted(found, key=_by_name))
         self._listings[folder] = listing
         return listing
 
@@ -104,6 +110,9 @@ class FolderReader:
             "Triton reads the repository as the server's user: give it read and search permission "
             "(chmod -R a+rX on the repository)",
         )
+
+
+_by_name = operator.attrgetter("name")
 
 
 def _kind(entry: os.DirEntry[str]) -> tuple[bool, bool, bool]:

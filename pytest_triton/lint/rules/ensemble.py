@@ -200,21 +200,6 @@ def check_cycles(model: ModelContext) -> None:
         return
     models = model.repository.models
     seen: set[str] = set()
-
-    def search(node: ModelContext) -> ModelContext | None:
-        """The model whose step is ``model``, walking steps depth-first like Triton."""
-        if node.parsed is None or not node.config.HasField("ensemble_scheduling"):
-            return None
-        for up in dict.fromkeys(s.model_name for s in node.config.ensemble_scheduling.step):
-            if up == model.name:
-                return node
-            if up in models and up not in seen:
-                seen.add(up)
-                found = search(models[up])
-                if found is not None:
-                    return found
-        return None
-
     steps = list(model.config.ensemble_scheduling.step)
     direct = [i for i, s in enumerate(steps) if s.model_name == model.name]
     for i in direct or [i for i, s in enumerate(steps) if s.model_name in models]:
@@ -222,12 +207,28 @@ def check_cycles(model: ModelContext) -> None:
         last = model if direct else None
         if last is None and first not in seen:
             seen.add(first)
-            last = search(models[first])
+            last = _step_owner(model.name, models[first], models, seen)
         if last is not None:
             message = f"circular dependency between ensembles: {model.name} -> ... -> {last.name} -> {model.name}"
             hint = "an ensemble cannot contain itself, directly or through other ensembles"
             model.report("E312", message, hint, *STEP, i, "model_name")
             return
+
+
+def _step_owner(name: str, node: ModelContext, models: dict[str, ModelContext], seen: set[str]) -> ModelContext | None:
+    """The model whose step is the model ``name``, walking ``node``'s steps depth-first like Triton (a function
+    of the module, not a closure: a closure that calls itself is a reference cycle)."""
+    if node.parsed is None or not node.config.HasField("ensemble_scheduling"):
+        return None
+    for up in dict.fromkeys(s.model_name for s in node.config.ensemble_scheduling.step):
+        if up == name:
+            return node
+        if up in models and up not in seen:
+            seen.add(up)
+            found = _step_owner(name, models[up], models, seen)
+            if found is not None:
+                return found
+    return None
 
 
 def _loaded_versions(step_model: ModelContext) -> list[int] | None:

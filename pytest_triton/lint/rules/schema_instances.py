@@ -59,7 +59,7 @@ def check_instance_groups(model: ModelContext) -> None:
 def _check_kind(model: ModelContext, label: str, group: Any, at: tuple[str | int, ...]) -> None:
     kind = enum_label(group, "kind")
     gpus = [int(g) for g in group.gpus]
-    at_gpus = first_present(model, (*at, "gpus"), at)
+    gpus_at = ((*at, "gpus"), at)  # where a finding about the GPUs points, the first written
     if kind not in _KINDS:
         model.report(
             "S251",
@@ -72,7 +72,7 @@ def _check_kind(model: ModelContext, label: str, group: Any, at: tuple[str | int
             "S245" if kind == "KIND_CPU" else "S246",
             f"{label} has kind {kind} but specifies one or more GPUs (gpus: {fmt_list(gpus)})",
             "remove gpus, or use kind: KIND_GPU to place the instances on those GPUs",
-            *at_gpus,
+            *first_present(model, *gpus_at),
         )
     elif kind in ("KIND_GPU", "KIND_AUTO"):
         negative = next((i for i, g in enumerate(gpus) if g < 0), None)
@@ -93,7 +93,7 @@ def _check_kind(model: ModelContext, label: str, group: Any, at: tuple[str | int
             "S247",
             message,
             "list GPU ids as nvidia-smi numbers them (0, 1, ...), or drop gpus to use every GPU",
-            *first_present(model, (*at, "gpus", negative), at_gpus),
+            *first_present(model, (*at, "gpus", negative), *gpus_at),
         )
 
 

@@ -67,7 +67,7 @@ def check_inputs_outputs(model: ModelContext) -> None:
         first_seen: dict[str, int] = {}
         for index, io in enumerate(getattr(config, field)):
             at: FieldPath = (field, index)
-            anchor = first_present(model, (*at, "name"), at)
+            anchors = ((*at, "name"), at)  # where a finding points, the first written
             tensor = str(io.name)
             if not tensor:
                 model.report(
@@ -83,15 +83,17 @@ def check_inputs_outputs(model: ModelContext) -> None:
                     f"{index} are both named '{tensor}'); Triton indexes {kind}s by name and silently "
                     "ignores one of them",
                     f"remove or rename one of the two {kind}s",
-                    *anchor,
+                    *first_present(model, *anchors),
                 )
             else:
                 first_seen[tensor] = index
-            _check_shape(model, name, kind, io, at, anchor)
-            _check_io_kind(model, name, kind, io, at, anchor, platform)
+            _check_shape(model, name, kind, io, at, anchors)
+            _check_io_kind(model, name, kind, io, at, anchors, platform)
 
 
-def _check_shape(model: ModelContext, name: str, kind: str, io: Any, at: FieldPath, anchor: FieldPath) -> None:
+def _check_shape(
+    model: ModelContext, name: str, kind: str, io: Any, at: FieldPath, anchors: tuple[FieldPath, ...]
+) -> None:
     who = f"model {kind} '{io.name}'"
     if int(io.data_type) == 0:
         written = "data_type: TYPE_INVALID" if present(model, *at, "data_type") else "data_type is missing"
@@ -99,9 +101,9 @@ def _check_shape(model: ModelContext, name: str, kind: str, io: Any, at: FieldPa
             "S227",
             f"{who} must specify 'data_type' for {name} ({written})",
             "set data_type to the tensor's element type, e.g. data_type: TYPE_FP32",
-            *first_present(model, (*at, "data_type"), anchor),
+            *first_present(model, (*at, "data_type"), *anchors),
         )
-    dims = [int(d) for d in io.dims]
+    dims = io.dims  # read in place: a list of a million dims would cost ~36 bytes per dim
     max_batch = int(model.config.max_batch_size)
     if not dims:
         model.report(
@@ -109,7 +111,7 @@ def _check_shape(model: ModelContext, name: str, kind: str, io: Any, at: FieldPa
             f"{who} must specify 'dims' for {name} (dims: [])",
             "give the shape without the batch dimension, e.g. dims: [ 16 ]; for a scalar per request use "
             "dims: [ 1 ] with reshape: { shape: [ ] }",
-            *first_present(model, (*at, "dims"), anchor),
+            *first_present(model, (*at, "dims"), *anchors),
         )
     has_reshape = has_field(io, "reshape")
     shape = [int(d) for d in io.reshape.shape]
@@ -119,7 +121,7 @@ def _check_shape(model: ModelContext, name: str, kind: str, io: Any, at: FieldPa
             f"{who} cannot have empty reshape for non-batching model as scalar tensors are not supported "
             f"for {name} (reshape: {{ shape: [] }}, max_batch_size: 0)",
             "give reshape the model's full shape, or enable batching (max_batch_size > 0)",
-            *first_present(model, (*at, "reshape"), anchor),
+            *first_present(model, (*at, "reshape"), *anchors),
         )
     bad_dim = next((i for i, d in enumerate(dims) if d < 1 and d != _WILDCARD), None)
     if bad_dim is not None:
@@ -143,7 +145,7 @@ def _check_shape(model: ModelContext, name: str, kind: str, io: Any, at: FieldPa
         return
     if not dims or bad_dim is not None:
         return
-    _compare_reshape(model, name, who, dims, shape, first_present(model, (*at, "reshape"), anchor))
+    _compare_reshape(model, name, who, dims, shape, first_present(model, (*at, "reshape"), *anchors))
 
 
 def _compare_reshape(
@@ -181,9 +183,9 @@ def _compare_reshape(
 
 
 def _check_io_kind(
-    model: ModelContext, name: str, kind: str, io: Any, at: FieldPath, anchor: FieldPath, platform: str
+    model: ModelContext, name: str, kind: str, io: Any, at: FieldPath, anchors: tuple[FieldPath, ...], platform: str
 ) -> None:
-    dims = list(io.dims)
+    dims = io.dims
     if kind == "input":
         layout = enum_label(io, "format")
         if layout in ("FORMAT_NHWC", "FORMAT_NCHW") and len(dims) != 3:
@@ -192,7 +194,7 @@ def _check_io_kind(
                 f"model input NHWC/NCHW require 3 dims for {name} (input '{io.name}' format: {layout}, "
                 f"dims: {fmt_list(dims)})",
                 "give the 3 image dimensions (without the batch), or drop format",
-                *first_present(model, (*at, "format"), anchor),
+                *first_present(model, (*at, "format"), *anchors),
             )
     if io.is_shape_tensor and platform != TENSORRT_PLAN:
         model.report(
@@ -200,10 +202,10 @@ def _check_io_kind(
             f"shape tensors are only supported for TensorRT platform for {name} "
             f"({kind} '{io.name}' is_shape_tensor: true, platform: {quote(platform)})",
             "remove is_shape_tensor: only TensorRT plans have shape tensors",
-            *first_present(model, (*at, "is_shape_tensor"), anchor),
+            *first_present(model, (*at, "is_shape_tensor"), *anchors),
         )
     if "is_non_linear_format_io" in io.DESCRIPTOR.fields_by_name and io.is_non_linear_format_io:
-        where = first_present(model, (*at, "is_non_linear_format_io"), anchor)
+        where = first_present(model, (*at, "is_non_linear_format_io"), *anchors)
         if platform != TENSORRT_PLAN:
             model.report(
                 "S236",
@@ -232,14 +234,14 @@ def check_batch_io(model: ModelContext) -> None:
         for index, batch_io in enumerate(getattr(config, field)):
             at: FieldPath = (field, index)
             kind = enum_label(batch_io, "kind")
-            at_kind = first_present(model, (*at, "kind"), at)
+            kind_at = ((*at, "kind"), at)  # where a finding points, the first written
             sources = [str(s) for s in batch_io.source_input]
             if kind not in known_kinds:
                 model.report(
                     "S244",
                     f"unknown {what} kind '{kind}' for {name} (kind: {kind})",
                     f"use one of {', '.join(known_kinds)}",
-                    *at_kind,
+                    *first_present(model, *kind_at),
                 )
             elif len(sources) != 1:
                 model.report(
@@ -247,7 +249,7 @@ def check_batch_io(model: ModelContext) -> None:
                     f"{what} kind '{kind}' expects 1 source input, got {len(sources)} for {name} "
                     f"(source_input: {fmt_list(sources)})",
                     "name exactly one model input in source_input",
-                    *first_present(model, (*at, "source_input"), at_kind),
+                    *first_present(model, (*at, "source_input"), *kind_at),
                 )
             if field == "batch_input":
                 data_type = enum_label(batch_io, "data_type")
@@ -256,7 +258,7 @@ def check_batch_io(model: ModelContext) -> None:
                         "S240",
                         f"batch input data type must be TYPE_INT32 or TYPE_FP32 for {name} (data_type: {data_type})",
                         "set data_type: TYPE_INT32 or TYPE_FP32 on the batch input",
-                        *first_present(model, (*at, "data_type"), at_kind),
+                        *first_present(model, (*at, "data_type"), *kind_at),
                     )
             for k, source in enumerate(sources):
                 if source not in inputs:
@@ -265,7 +267,7 @@ def check_batch_io(model: ModelContext) -> None:
                         f"unknown source input name '{source}' for {name} ({field} {index} source_input: "
                         f"{quote(source)}; inputs are {fmt_list(sorted(inputs))})",
                         "name one of the model's inputs in source_input",
-                        *first_present(model, (*at, "source_input", k), at_kind),
+                        *first_present(model, (*at, "source_input", k), *kind_at),
                     )
             if field == "batch_output":
                 _check_targets(model, name, batch_io, at, outputs)

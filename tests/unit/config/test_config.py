@@ -49,3 +49,23 @@ def test_print_writes_max_batch_size_zero_and_round_trips() -> None:
     text = print_config(parsed.message)
     assert text.splitlines()[1] == "max_batch_size: 0"  # in field-number order, after name
     assert parse_config(text).message == parsed.message
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        "",  # the fast parser meets the long value itself
+        'name: "a\\tb"\n',  # an escape: the fast parser gives up first, the check of every token finds it
+        "max_batch_size: 0x10\n",  # a hex number: the same
+        'name: "bad \\o escape"\n',  # an escape Triton refuses: the length is refused first, as it is read first
+    ],
+)
+def test_a_value_over_max_literal_bytes_is_refused_where_it_stands(before: str) -> None:
+    from pytest_triton.errors import ConfigLimitExceeded
+
+    text = f'{before}parameters {{ key: "k" value {{ string_value: "{"x" * 100}" }} }}\n'
+    with pytest.raises(ConfigLimitExceeded, match="max_literal_bytes=50") as raised:
+        parse_config(text, max_literal_bytes=50)
+    assert (raised.value.line, raised.value.col) == (text.count("\n") - 1 + 1, text.splitlines()[-1].index('"x') + 1)
+    if "\\o" not in before:  # the escape Triton refuses is refused once the value is within the limit
+        assert parse_config(text, max_literal_bytes=200).message.parameters["k"].string_value == "x" * 100
