@@ -18,6 +18,7 @@ from typing import Any
 from pytest_triton.lint.context import ModelContext
 from pytest_triton.lint.rules.family import Family
 from pytest_triton.lint.rules.family import RuleTable
+from pytest_triton.lint.rules.schema_common import fmt_shape
 from pytest_triton.lint.rules.step_io import ENSEMBLE_PLATFORM
 from pytest_triton.lint.rules.step_io import step_io
 from pytest_triton.lint.rules.step_io import why_unknown
@@ -304,10 +305,6 @@ def _same(a: list[int], b: list[int]) -> bool:
     return len(a) == len(b) and all(x == y or -1 in (x, y) for x, y in zip(a, b, strict=True))
 
 
-def _shape(dims: list[int]) -> str:
-    return "[" + ",".join(str(d) for d in dims) + "]"
-
-
 class _Mapping:
     """Triton's ValidateTensorMapping over every step, then its decoupled-branching walk."""
 
@@ -332,8 +329,8 @@ class _Mapping:
             self.model.report("E317", message, "make the data_type of both ends equal", *node.where)
         elif not (_same(old.dims, node.dims) or _same(old.full, node.full)):
             message = (
-                f"{prefix}inconsistent shape: {_shape(old.full)} is inferred from model {old.model} while "
-                f"{_shape(node.full)} is inferred from model {node.model}"
+                f"{prefix}inconsistent shape: {fmt_shape(old.full)} is inferred from model {old.model} while "
+                f"{fmt_shape(node.full)} is inferred from model {node.model}"
             )
             hint = "dims must agree (-1 matches any size); the batch dimension counts when max_batch_size > 0"
             self.model.report("E318", message, hint, *node.where)

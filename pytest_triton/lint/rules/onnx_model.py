@@ -25,6 +25,7 @@ from pytest_triton.lint.context import RepositoryContext
 from pytest_triton.lint.rules.family import Family
 from pytest_triton.lint.rules.family import RuleTable
 from pytest_triton.lint.rules.schema_common import enum_label
+from pytest_triton.lint.rules.schema_common import fmt_shape
 from pytest_triton.lint.rules.schema_common import normalized
 from pytest_triton.onnx_io import CONFIG_TO_ONNX
 from pytest_triton.onnx_io import ONNX_TO_TRITON
@@ -65,10 +66,6 @@ def model_files(model: ModelContext) -> list[Path]:
 
 def _read(model: ModelContext, path: Path) -> OnnxIO:
     return model.repository.onnx_io(path) if model.repository is not None else read_onnx_io(path)
-
-
-def _shape(dims: Any) -> str:
-    return "[" + ",".join(str(int(d)) for d in dims) + "]"
 
 
 def _can_batch(io: OnnxIO) -> bool:
@@ -175,7 +172,7 @@ class _Check:
             message += f" ({count})" if expected != len(io.inputs) else ""
             dims = tensor.dims[1:] if tensor.dims and batch > 0 else tensor.dims or ()
             kind = ONNX_TO_TRITON.get(tensor.elem_type or 0, "INVALID").replace("BYTES", "STRING")
-            hint = f'add input {{ name: "{name}" data_type: TYPE_{kind} dims: {_shape(dims)} }}'
+            hint = f'add input {{ name: "{name}" data_type: TYPE_{kind} dims: {fmt_shape(dims)} }}'
             self.report("O503", message, hint, "input")
         overriding = [i.name for i in cfg.input if i.name in io.initializers and not i.optional]
         unknown = [i.name for i in cfg.input if i.name not in io.inputs and i.name not in io.initializers]
@@ -214,7 +211,7 @@ class _Check:
             if shape != [-1]:
                 message = (
                     f"unable to load model '{model}', configuration expects model provides input with shape [-1]  "
-                    f"for ragged input '{name}', model provides {_shape(shape)}"
+                    f"for ragged input '{name}', model provides {fmt_shape(shape)}"
                 )
                 self.report("O506", message, "a ragged input must be 1-D with a dynamic size in the model", *where)
             return
@@ -223,7 +220,7 @@ class _Check:
                 message = (
                     f"unable to load model '{model}', scalar tensor '{name}', should only provide 1 in the model "
                     f"configuration when the model doesn't support batching. Model configuration provided: "
-                    f"{_shape(dims)}."
+                    f"{fmt_shape(dims)}."
                 )
                 self.report("O506", message, "the model's tensor is a scalar: write dims: [ 1 ]", *where)
             return
@@ -232,7 +229,7 @@ class _Check:
                 message = (
                     f"model '{model}', tensor '{name}': for the model to support batching the shape should have at "
                     f"least 1 dimension and the first dimension must be -1; but shape expected by the model is "
-                    f"{_shape(shape)}"
+                    f"{fmt_shape(shape)}"
                 )
                 hint = "set max_batch_size: 0 (and write the full shape in dims), or export a dynamic batch axis"
                 self.report("O507", message, hint, *where)
@@ -241,21 +238,22 @@ class _Check:
         exact = kind == "output"
         if len(shape) == len(full) and all(m == c for m, c in zip(shape, full, strict=True) if exact or m != -1):
             return
-        prefix = f"model '{model}', tensor '{name}': the model expects {len(shape)} dimensions (shape {_shape(shape)})"
+        expected = f"the model expects {len(shape)} dimensions (shape {fmt_shape(shape)})"
+        prefix = f"model '{model}', tensor '{name}': {expected}"
         if batch > 0:
             message = (
                 f"{prefix} but the model configuration specifies {len(full)} dimensions (an initial batch dimension "
                 f"because max_batch_size > 0 followed by the explicit tensor shape, making complete shape "
-                f"{_shape(full)})"
+                f"{fmt_shape(full)})"
             )
         else:
-            message = f"{prefix} but the model configuration specifies {len(dims)} dimensions (shape {_shape(dims)})"
+            message = f"{prefix} but the model configuration specifies {len(dims)} dimensions (shape {fmt_shape(dims)})"
         self.report("O506", message, _dims_hint(shape, dims, batch, exact), *where)
 
 
 def _dims_hint(shape: list[int], dims: list[int], batch: int, exact: bool) -> str:
     wanted = shape[1:] if batch > 0 else shape
-    hint = f"write dims: {_shape(wanted)}"
+    hint = f"write dims: {fmt_shape(wanted)}"
     if batch == 0 and len(shape) == len(dims) + 1 and shape[0] == -1:
         hint += " or set max_batch_size > 0: the model has a dynamic batch dimension in front"
     elif exact:

@@ -103,9 +103,26 @@ def quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def fmt_list(values: Iterable[Any]) -> str:
-    """``[1, -1, 3]``: a repeated field as config.pbtxt writes it."""
-    return "[" + ", ".join(_fmt_value(v) for v in values) + "]"
+WRITTEN_VALUES = 16
+"""The most values of one list a finding writes out: a config may hold a dims list of a million entries, and a
+finding is one line; the rest is counted, and the finding's position points into the list."""
+
+
+def fmt_list(values: Iterable[Any], *, separator: str = ", ") -> str:
+    """``[1, -1, 3]``: a repeated field as config.pbtxt writes it (``separator=","``: as Triton writes a shape);
+    past :data:`WRITTEN_VALUES`, its first and last values around the count of those left out."""
+    items = list(values)
+    if len(items) > WRITTEN_VALUES:
+        head = separator.join(_fmt_value(v) for v in items[: WRITTEN_VALUES - 4])
+        tail = separator.join(_fmt_value(v) for v in items[-4:])
+        left_out = len(items) - WRITTEN_VALUES
+        return f"[{head}{separator}... {left_out:,} more{separator}{tail}] ({len(items):,} values)"
+    return "[" + separator.join(_fmt_value(v) for v in items) + "]"
+
+
+def fmt_shape(dims: Iterable[Any]) -> str:
+    """``[-1,3,224]``: a shape as Triton's messages write it (no spaces), as :func:`fmt_list` shortens it."""
+    return fmt_list((int(d) for d in dims), separator=",")
 
 
 def _fmt_value(value: Any) -> str:
