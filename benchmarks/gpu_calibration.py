@@ -20,6 +20,7 @@ from pytest_triton.bench.budgets import load_budgets
 from pytest_triton.bench.engine import engine_of
 from pytest_triton.bench.report import table_lines
 from pytest_triton.bench.report import write_report
+from pytest_triton.bench.session import ServedBy
 from pytest_triton.bench.session import TritonBench
 from pytest_triton.client.transports import PreparedRequest
 from pytest_triton.client.transports import TritonHttpTransport
@@ -56,10 +57,9 @@ def phase_calibration(run: gpu.Run) -> None:
                     variant,
                     cycle([_sender(transport, p) for p in row]),
                     batch_size=batch,
-                    http_url=url,
-                    model=name,
-                    engine=engine,
                     warmup=10,
+                    served_by=ServedBy(url, name),
+                    engine=engine,
                 )
                 data = result.as_dict()
                 data.pop("samples_ms", None)

@@ -1,30 +1,26 @@
-"""The session's latency bench: measures variants, keeps their results, prints and writes the report.
+"""The session's latency bench, :class:`TritonBench`: measures variants, alone or side by side, into its record.
 
-The plugin keeps one :class:`TritonBench` per session in ``config.stash[BENCH_KEY] (plugin.py)`` and hands it to tests
-through a fixture; the terminal summary prints :meth:`TritonBench.summary_lines` and, with
-``--triton-report PATH``, :meth:`TritonBench.write_report` writes ``PATH.json``, ``PATH.md`` and ``PATH.svg``.
+A row is warmed up, measured in windows until stable (:mod:`pytest_triton.bench.sampling`), optionally beside its
+adapter's calibration model (:mod:`pytest_triton.bench.calibrated`) or other variants in alternating windows
+(:mod:`pytest_triton.bench.interleave`), split by the server's statistics over exactly the kept windows, judged
+against the budgets and kept in the :class:`~pytest_triton.bench.session_record.SessionRecord` it extends (the
+results, the verdicts and the report). The plugin keeps one per session in ``config.stash[BENCH_KEY]`` and hands
+it to tests through the ``triton_bench`` fixture.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Callable
 from collections.abc import Hashable
 from collections.abc import Mapping
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 from typing import Any
-from typing import Protocol
 from typing import final
 
-if TYPE_CHECKING:
-    from pytest_triton.parity.tensors import LabelReport
-    from pytest_triton.parity.tensors import ParityReport
-
 from pytest_triton.bench.budgets import BudgetFile
-from pytest_triton.bench.budgets import HardwarePolicy
 from pytest_triton.bench.budgets import load_budgets
 from pytest_triton.bench.calibrated import CALIBRATION
 from pytest_triton.bench.calibrated import measure_calibrated
@@ -37,21 +33,15 @@ from pytest_triton.bench.engine import engine_at
 from pytest_triton.bench.interleave import Interleaved
 from pytest_triton.bench.interleave import Settle
 from pytest_triton.bench.interleave import measure_interleaved
-from pytest_triton.bench.parity_record import ParityRecord
-from pytest_triton.bench.provenance import collect_provenance
 from pytest_triton.bench.provenance import load_average
 from pytest_triton.bench.relative import RelativeBudget
 from pytest_triton.bench.relative import RelativeResult
 from pytest_triton.bench.relative import evaluate_relative
 from pytest_triton.bench.relative import until_decided
-from pytest_triton.bench.report import ReportData
-from pytest_triton.bench.report import table_lines
-from pytest_triton.bench.report import write_report
 from pytest_triton.bench.results import UNSTABLE_CHOICES
 from pytest_triton.bench.results import SideBySide
 from pytest_triton.bench.results import UnstablePolicy
 from pytest_triton.bench.results import VariantResult
-from pytest_triton.bench.results import assert_contracts
 from pytest_triton.bench.results import build_result
 from pytest_triton.bench.sampling import Clock
 from pytest_triton.bench.sampling import Measurement
@@ -65,35 +55,40 @@ from pytest_triton.bench.server_stats import composing_models
 from pytest_triton.bench.server_stats import fetch_server_version
 from pytest_triton.bench.server_stats import fetch_statistics
 from pytest_triton.bench.server_stats import stats_delta
+from pytest_triton.bench.session_record import SessionRecord
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import ServerError
-from pytest_triton.errors import TritonInconclusiveWarning
 
-__all__ = ["LateNote", "TritonBench"]
+__all__ = ["ServedBy", "Throughput", "TritonBench"]
 
 
-class LateNote(Protocol):
-    """A note a result can only get after the session's tests (CloudWatch publishes a SageMaker endpoint's split
-    minutes after the requests): ``placeholder`` stands in the result's notes until :meth:`TritonBench.settle`."""
+@dataclass(frozen=True)
+class Throughput:
+    """The throughput half of a row: ``call`` sends one request of ``batch_size`` rows; the row's samples/s."""
 
-    @property
-    def placeholder(self) -> str: ...
+    call: Callable[[], object]
+    batch_size: int = 8
 
-    @classmethod
-    def read_late(cls, notes: Sequence[Any], *, wait_s: float, progress: Callable[[str], None]) -> list[str]:
-        """The note of each of ``notes`` (all of this kind, read together), waiting up to ``wait_s`` seconds;
-        ``progress`` gets lines for the terminal."""
-        ...
+
+@dataclass(frozen=True)
+class ServedBy:
+    """Which model on which server serves a row: the server's statistics API (at ``http_url``) splits the server
+    time of exactly the kept windows per model (``model`` and, for an ensemble, its composing models; every model
+    that served requests when ``model`` is None), and the session's server there says the row's engine path."""
+
+    http_url: str
+    model: str | None = None
 
 
 @final
-class TritonBench:
+class TritonBench(SessionRecord):
     """Measures model variants against the latency budgets of this machine and collects the results.
 
     ``hardware`` is the budget key (default :func:`pytest_triton.hardware.hardware_key`); ``budgets`` the loaded
-    budget file (None: every variant is report-only); ``unstable`` what an unstable measurement within budget
-    does (``warn``: reported, passes; ``fail``); ``inconclusive`` what an INCONCLUSIVE relative budget does
-    (``warn`` or ``fail``), after at most ``verdict_seconds`` of measurement.
+    budget file (None: every variant is report-only); ``policy`` the windows of every measurement (a call may give
+    its own); ``unstable`` what an unstable measurement within budget does (``warn``: reported, passes;
+    ``fail``); ``inconclusive`` what an INCONCLUSIVE relative budget does (``warn`` or ``fail``), after at most
+    ``verdict_seconds`` of measurement.
     """
 
     def __init__(
@@ -107,72 +102,13 @@ class TritonBench:
         inconclusive: UnstablePolicy = "warn",
         verdict_seconds: float = VERDICT_SECONDS,
     ) -> None:
-        if hardware is None:
-            from pytest_triton.hardware import hardware_key
-
-            hardware = hardware_key()
-        self.hardware = hardware
-        self.hardware_source = ""  # where the key came from, when not this machine (a SageMaker endpoint's GPU)
-        self.budgets = budgets
+        super().__init__(hardware=hardware, budgets=budgets, unstable=unstable, inconclusive=inconclusive)
         self.policy = policy or WindowPolicy()
         self.clock = clock
-        self.unstable: UnstablePolicy = unstable
-        self.inconclusive: UnstablePolicy = inconclusive
         self.verdict_seconds = verdict_seconds
-        self.results: list[VariantResult] = []
-        self.relative: list[RelativeResult] = []
-        self.parity: list[ParityRecord] = []
-        self.explanations: list[str] = []  # the report's "Reading this report" (a merge of shards says so)
-        self.triton_version: str | None = None
-        self.device = ""  # the GPU(s) this session's servers see, e.g. "GPU 1": a note on every row it adds
-        # contracts' own budget files, by path: the file and the variants held to it
-        self.declared_budgets: dict[Path, tuple[BudgetFile, list[str]]] = {}
-        self.late: list[tuple[int, LateNote]] = []  # (index in results, what to read at the session's end)
         # the servers this session started (the plugin shares its factory's list): a row measured at one of their
         # URLs gets its engine path from the server
         self.servers: Sequence[Any] = ()
-
-    @property
-    def hardware_policy(self) -> HardwarePolicy:
-        """What this hardware's budgets assert (absolute and relative, or relative only) and its batch sizes."""
-        return self.budgets.policy(self.hardware) if self.budgets else HardwarePolicy()
-
-    def enforcement_text(self) -> str:
-        """One line for the report and the terminal: what is asserted on this hardware, and why."""
-        text = self._enforcement(self.budgets)
-        if self.declared_budgets:
-            own = "; ".join(
-                f"{path.name} for {', '.join(variants)}: {self._enforcement(budgets)}"
-                for path, (budgets, variants) in self.declared_budgets.items()
-            )
-            if self.budgets is None:
-                text = f"contracts' own budget files: {own}; no session budget file: others are reported only"
-            else:
-                text = f"contracts' own budget files: {own}; the session's budget file for the others: {text}"
-        if self.hardware_source:
-            return f"hardware key {self.hardware!r} from {self.hardware_source}; " + text
-        return text
-
-    def use_declared_budgets(self, budgets: BudgetFile, variant: str) -> None:
-        """Note that ``variant`` was held to a declaration's own budget file instead of the session's (the
-        enforcement line says which budgets applied where)."""
-        key = budgets.path or Path("(a contracts file's budgets)")
-        _, variants = self.declared_budgets.setdefault(key, (budgets, []))
-        if variant not in variants:
-            variants.append(variant)
-
-    def _enforcement(self, budgets: BudgetFile | None) -> str:
-        policy = budgets.policy(self.hardware) if budgets else HardwarePolicy()
-        if budgets is None:
-            return "no budget file: everything is measured and reported only"
-        if self.hardware not in budgets.budgets:
-            return f"no budgets for {self.hardware!r}: everything is measured and reported only"
-        if policy.enforce_absolute:
-            return f"absolute and relative budgets of {self.hardware!r} are asserted"
-        return (
-            f"relative budgets of {self.hardware!r} are asserted; absolute numbers are reported, "
-            f"not asserted ({policy.reason})"
-        )
 
     @classmethod
     def from_options(
@@ -209,93 +145,45 @@ class TritonBench:
             verdict_seconds=verdict_seconds,
         )
 
-    def add(self, result: VariantResult, *, late: LateNote | None = None) -> VariantResult:
-        """Record ``result``; ``late`` is read at the session's end, its note replacing its placeholder."""
-        if self.device:
-            result = dataclasses.replace(result, notes=(*result.notes, f"ran on {self.device}"))
-        if late is not None:
-            result = dataclasses.replace(result, notes=(*result.notes, late.placeholder))
-            self.late.append((len(self.results), late))
-        self.results.append(result)
-        return result
-
-    def settle(self, notes: Sequence[str]) -> list[VariantResult]:
-        """Put the session-end ``notes`` (one per entry of ``late``, in order) in place of their placeholders;
-        returns the results changed."""
-        if len(notes) != len(self.late):
-            raise ValueError(f"{len(notes)} notes for {len(self.late)} late reads")
-        changed = []
-        for (index, late), note in zip(self.late, notes):
-            result = self.results[index]
-            replaced = tuple(note if n == late.placeholder else n for n in result.notes)
-            self.results[index] = dataclasses.replace(result, notes=replaced)
-            changed.append(self.results[index])
-        self.late = []
-        return changed
-
-    def read_late(self, *, wait_s: float, progress: Callable[[str], None]) -> dict[str, list[str]]:
-        """Read every late note (each kind reads its own together, waiting up to ``wait_s`` seconds) and
-        :meth:`settle` them; returns the notes by variant."""
-        positions: dict[type[LateNote], list[int]] = {}
-        for position, (_, late) in enumerate(self.late):
-            positions.setdefault(type(late), []).append(position)
-        notes = [late.placeholder for _, late in self.late]
-        for kind, where in positions.items():
-            read = kind.read_late([self.late[position][1] for position in where], wait_s=wait_s, progress=progress)
-            for position, note in zip(where, read):
-                notes[position] = note
-        by_variant: dict[str, list[str]] = {}
-        for result, note in zip(self.settle(notes), notes):
-            by_variant.setdefault(result.variant, []).append(note)
-        return by_variant
-
-    def record_skipped(self, variant: str, reason: str) -> VariantResult:
-        """Record ``variant`` as SKIPPED with ``reason``: shown in the report, never as passed.
-
-        The test then skips itself (``pytest.skip(reason)``): this package does not import pytest.
-        """
-        budget = self.budgets.lookup(self.hardware, variant) if self.budgets else None
-        return self.add(VariantResult.skipped(variant, self.hardware, reason, budget=budget))
-
     def measure(
         self,
         variant: str,
         call: Callable[[], object],
         *,
         batch_size: int = 1,
-        throughput_call: Callable[[], object] | None = None,
-        throughput_batch_size: int = 8,
-        warm_shapes: Mapping[Hashable, Callable[[], object]] | None = None,
+        throughput: Throughput | None = None,
         warmup: int = 3,
+        warm_shapes: Mapping[Hashable, Callable[[], object]] | None = None,
         policy: WindowPolicy | None = None,
-        http_url: str | None = None,
-        model: str | None = None,
+        served_by: ServedBy | None = None,
+        engine: Engine | None = None,
         notes: Sequence[str] = (),
         benchmark: Any = None,
-        engine: Engine | None = None,
     ) -> VariantResult:
-        """Warm up every shape, measure ``call`` (percentiles) and ``throughput_call`` (samples/s), judge, record.
+        """Warm up every shape, measure ``call`` (percentiles, ``batch_size`` rows a request) and ``throughput``'s
+        call (samples/s), judge, record.
 
-        ``engine`` says which engine path serves the row (:mod:`pytest_triton.bench.engine`); with a calibration
-        call (the adapter path), the calibration model is measured in alternating windows with ``call`` and the
-        row carries it. A budget written on another path than the row's is not judged.
-
-        Every shape (``batch_size``, ``throughput_batch_size`` and ``warm_shapes``) is warmed ``warmup`` times
-        before the first measurement. With ``http_url``, the statistics API splits the server time of exactly
-        the kept latency windows (one snapshot per window boundary) per model: ``model`` and, for an ensemble, its
-        composing models (every model that served requests when ``model`` is None). With pytest-benchmark's
-        ``benchmark`` fixture, the latency samples are recorded there too.
+        Every shape (``batch_size``, the throughput's and ``warm_shapes``) is warmed ``warmup`` times before the
+        first measurement. ``served_by`` names the model and server the requests reach: the server's statistics
+        split the kept windows' server time, and the session's server there names the engine path.
+        ``engine`` says which engine path serves the row (:mod:`pytest_triton.bench.engine`) where the server
+        cannot; with a calibration call (the adapter path), the calibration model is measured in alternating
+        windows with ``call`` and the row carries it. A budget written on another path than the row's is not
+        judged. ``notes`` join the row's notes; with pytest-benchmark's ``benchmark`` fixture, the latency
+        samples are recorded there too.
         """
         from pytest_triton.bench.benchmark import record_benchmark
 
         kwargs: dict[str, Any] = {"clock": self.clock} if self.clock else {}
+        http_url = served_by.http_url if served_by is not None else None
+        model = served_by.model if served_by is not None else None
         if http_url is not None:
             self._note_server(http_url)
             if engine is None and model is not None:
                 engine = engine_at(self.servers, http_url, model, batch_size)
         shapes: dict[Hashable, Callable[[], object]] = {batch_size: call}
-        if throughput_call is not None:
-            shapes[throughput_batch_size] = throughput_call
+        if throughput is not None:
+            shapes[throughput.batch_size] = throughput.call
         shapes.update(warm_shapes or {})
         calibrate = engine.calibration_call if engine is not None else None
         if calibrate is not None:
@@ -326,8 +214,8 @@ class TritonBench:
             kept = min(policy.stable_windows, len(latency.windows))
             server = stats_delta(snapshots[-kept - 1], snapshots[-1], models=models)
         rate = None
-        if throughput_call is not None:
-            rate = measure(throughput_call, batch_size=throughput_batch_size, warmup=0, policy=policy, **kwargs)
+        if throughput is not None:
+            rate = measure(throughput.call, batch_size=throughput.batch_size, warmup=0, policy=policy, **kwargs)
         result = build_result(
             variant,
             self.hardware,
@@ -351,27 +239,29 @@ class TritonBench:
         self,
         calls: Mapping[str, Callable[[], object]],
         *,
-        throughput_calls: Mapping[str, Callable[[], object]] | None = None,
         batch_size: int | None = None,
+        throughput_calls: Mapping[str, Callable[[], object]] | None = None,
         throughput_batch_size: int | None = None,
         warmup: int = 3,
         policy: WindowPolicy | None = None,
-        servers: Mapping[str, tuple[str | None, str | None]] | None = None,
+        served_by: Mapping[str, ServedBy] | None = None,
+        engines: Mapping[str, Engine] | None = None,
         notes: Mapping[str, Sequence[str]] | None = None,
         benchmark: Any = None,
         benchmark_variant: str | None = None,
-        engines: Mapping[str, Engine] | None = None,
     ) -> SideBySide:
         """Measure several variants side by side (alternating windows), judge absolute and relative budgets, record.
 
         ``calls`` maps a variant name to one request at ``batch_size`` (default: the hardware's budget batch size),
         ``throughput_calls`` to one request at ``throughput_batch_size`` (default: the budgets', usually 8). Every
-        shape of every variant is warmed ``warmup`` times before the first window. ``servers`` maps a variant to
-        ``(http_url, model)`` for the statistics split of its kept windows (a None URL: no split). The run settles
-        on the variants' ratios; where absolute budgets are asserted, each variant's own windows must settle too.
-        pytest-benchmark's ``benchmark`` gets the samples of ``benchmark_variant`` (default: the first).
-        ``engines`` maps a variant to its engine path (:func:`pytest_triton.bench.engine.engine_of`): each row says
-        its path and its budget is judged only on its own path (the calibration rows come from :meth:`measure`).
+        shape of every variant is warmed ``warmup`` times before the first window. ``served_by`` maps a variant to
+        the model and server it reaches, as in :meth:`measure` (a variant left out: no split, e.g. a SageMaker
+        endpoint, which has no statistics API). The run settles on the variants' ratios; where absolute budgets are
+        asserted, each variant's own windows must settle too. ``engines`` maps a variant to its engine path
+        (:func:`pytest_triton.bench.engine.engine_of`) where its server cannot say it: each row says its path and
+        its budget is judged only on its own path (the calibration rows come from :meth:`measure`). ``notes`` maps
+        a variant to its row's notes; pytest-benchmark's ``benchmark`` gets the samples of ``benchmark_variant``
+        (default: the first).
         """
         from pytest_triton.bench.benchmark import record_benchmark
 
@@ -379,10 +269,9 @@ class TritonBench:
         batch = hw.batch_size if batch_size is None else batch_size
         rate_batch = hw.throughput_batch_size if throughput_batch_size is None else throughput_batch_size
         clock: dict[str, Any] = {"clock": self.clock} if self.clock else {}
-        # a server without an HTTP endpoint (a SageMaker endpoint) has no statistics to split
-        with_http = {name: (url, model) for name, (url, model) in (servers or {}).items() if url}
-        for url, _ in with_http.values():
-            self._note_server(url)
+        with_http = dict(served_by or {})
+        for served in with_http.values():
+            self._note_server(served.http_url)
         shapes: dict[Hashable, Callable[[], object]] = {}
         for name, call in calls.items():
             shapes[(name, batch)] = call
@@ -399,12 +288,13 @@ class TritonBench:
         settle: Settle = "all" if self.budgets is not None and hw.enforce_absolute else "ratios"
         snapshots: dict[str, list[StatsSnapshot]] = {name: [] for name in with_http}
         models = {
-            name: [model, *composing_models(url, model)] if model else None for name, (url, model) in with_http.items()
+            name: [served.model, *composing_models(served.http_url, served.model)] if served.model else None
+            for name, served in with_http.items()
         }
 
         def snapshot(name: str) -> None:
             if name in with_http:
-                snapshots[name].append(fetch_statistics(with_http[name][0]))
+                snapshots[name].append(fetch_statistics(with_http[name].http_url))
 
         judged = self.budgets.relative_budgets(self.hardware, set(calls)) if self.budgets is not None else ()
         latency = measure_interleaved(
@@ -434,9 +324,9 @@ class TritonBench:
             )
         names = list(calls)
         engines = dict(engines or {})
-        for name, (url, model) in with_http.items():  # a side-by-side row of the fixture API says its path too
-            if name not in engines and model is not None:
-                engines[name] = engine_at(self.servers, url, model, batch, calibrate=False)
+        for name, served in with_http.items():  # a side-by-side row of the fixture API says its path too
+            if name not in engines and served.model is not None:
+                engines[name] = engine_at(self.servers, served.http_url, served.model, batch, calibrate=False)
         results = []
         for name in names:
             rate_run: Measurement | None = rate.measurements.get(name) if rate else None
@@ -448,7 +338,7 @@ class TritonBench:
                     rate_run,
                     budgets=self.budgets,
                     server=splits.get(name),
-                    model=with_http[name][1] if name in with_http else None,
+                    model=with_http[name].model if name in with_http else None,
                     notes=(notes or {}).get(name, ()),
                     load_average=load_average(),
                     interleaved_with=[n for n in names if n != name],
@@ -503,40 +393,6 @@ class TritonBench:
             )
         return out
 
-    def record_parity(
-        self,
-        variant: str,
-        parity: ParityReport | None,
-        labels: LabelReport | None = None,
-        *,
-        transport: str = "",
-    ) -> ParityRecord:
-        """Keep a parity comparison (from :func:`pytest_triton.parity.compare` / ``compare_labels``) for the report."""
-        if self.device:
-            transport = f"{transport}, ran on {self.device}" if transport else f"ran on {self.device}"
-        record = ParityRecord.of(variant, parity, labels, transport=transport)
-        self.parity.append(record)
-        return record
-
-    def check(self, result: VariantResult | SideBySide, *, allow_unstable: bool | None = None) -> None:
-        """Assert ``result`` (one variant, or a side-by-side run with its relative budgets) is within budget.
-
-        Report-only results pass; an unstable one within budget fails only under ``triton_unstable = fail``
-        (``allow_unstable`` overrides the session's choice); an INCONCLUSIVE relative budget warns
-        (:class:`~pytest_triton.errors.TritonInconclusiveWarning`), or fails under ``triton_inconclusive = fail``.
-        """
-        __tracebackhide__ = True
-        unstable: UnstablePolicy = self.unstable
-        if allow_unstable is not None:
-            unstable = "warn" if allow_unstable else "fail"
-        if isinstance(result, SideBySide):
-            assert_contracts(result.variants, result.relative, unstable=unstable, inconclusive=self.inconclusive)
-            for open_answer in (r for r in result.relative if r.status == "inconclusive"):
-                text = f"relative budget INCONCLUSIVE: {open_answer.budget.label}: {open_answer.reason}"
-                warnings.warn(TritonInconclusiveWarning(text), stacklevel=2)
-        else:
-            assert_contracts([result], unstable=unstable)
-
     def _note_server(self, http_url: str) -> None:
         """Keep the first server's version for the provenance (best effort: the measurement does not need it)."""
         if self.triton_version is None:
@@ -544,28 +400,3 @@ class TritonBench:
                 self.triton_version = fetch_server_version(http_url)
             except ServerError as exc:
                 self.triton_version = f"unknown ({exc})"
-
-    def report(self, root: Path | None = None) -> ReportData:
-        """Everything measured and recorded so far, with the provenance gathered now."""
-        provenance = collect_provenance(
-            self.hardware,
-            root=root,
-            triton=self.triton_version,
-            unstable=self.unstable,
-            inconclusive=self.inconclusive,
-            enforcement=self.enforcement_text(),
-        )
-        return ReportData(
-            tuple(self.results), tuple(self.relative), tuple(self.parity), provenance, tuple(self.explanations)
-        )
-
-    def summary_lines(self) -> list[str]:
-        """The terminal tables (empty when nothing was measured, skipped or compared)."""
-        if not (self.results or self.parity):
-            return []
-        data = ReportData(tuple(self.results), tuple(self.relative), tuple(self.parity))
-        choices = f"; triton_unstable={self.unstable}, triton_inconclusive={self.inconclusive}"
-        return [*table_lines(data, self.unstable, self.inconclusive), self.enforcement_text() + choices]
-
-    def write_report(self, path_prefix: str | Path, *, root: Path | None = None) -> list[Path]:
-        return write_report(self.report(root), path_prefix)

@@ -195,6 +195,8 @@ def measure_variant(
     opened: list[Transport] = []
     from pytest_triton.bench.engine import engine_of
     from pytest_triton.bench.sampling import rows_of
+    from pytest_triton.bench.session import ServedBy
+    from pytest_triton.bench.session import Throughput
 
     engine = engine_of(timed.server, timed.model)  # adapter rows get their calibration model on the same server
     if engine.calibration_model is not None:
@@ -205,7 +207,7 @@ def measure_variant(
         shapes: dict[Hashable, Callable[[], object]] = {rows_of(c, rows): c for rows, c in calls.items()}
         call, rate_call = calls[latency.batch_size], calls[latency.throughput_batch_size]
         rows, rate_rows = rows_of(call, latency.batch_size), rows_of(rate_call, latency.throughput_batch_size)
-        throughput = rate_call if rate_rows != rows or latency.concurrency > 1 else None
+        throughput = Throughput(rate_call, rate_rows) if rate_rows != rows or latency.concurrency > 1 else None
         started = dt.datetime.now(dt.timezone.utc)
         notes = (*timed.notes, *one_sample_note(timed, latency))
         if latency.concurrency > 1:
@@ -214,15 +216,13 @@ def measure_variant(
             timed.budget_name,
             call,
             batch_size=rows,
-            throughput_call=throughput,
-            throughput_batch_size=rate_rows,
-            warm_shapes=shapes,
+            throughput=throughput,
             warmup=latency.warmup,
-            http_url=timed.http_url,
-            model=timed.model if timed.http_url else None,
+            warm_shapes=shapes,
+            served_by=ServedBy(timed.http_url, timed.model) if timed.http_url else None,
+            engine=engine,
             notes=notes,
             benchmark=benchmark() if benchmark is not None else None,
-            engine=engine,
         )
     finally:
         _close(opened)

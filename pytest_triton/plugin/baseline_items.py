@@ -1,7 +1,7 @@
 """The pytest side of baseline runs: ``--triton-baseline REF`` gives every declared variant a pair of items,
 ``FILE::parity[VARIANT@REF]`` and ``FILE::latency[VARIANT/VARIANT@REF]``, and the run a verdict table.
 
-The plugin's hooks call :func:`configure`, :func:`baseline_collectors` and :func:`write_verdict_section`; the
+The plugin's hooks call :func:`configure_baseline`, :func:`baseline_collectors` and :func:`write_verdict_section`; the
 options are in the one table (:mod:`pytest_triton.plugin.options`). The base is read once, when pytest starts:
 an unknown ref stops the run there.
 """
@@ -27,10 +27,11 @@ from pytest_triton.errors import PytestTritonError
 from pytest_triton.errors import TritonInconclusiveWarning
 from pytest_triton.errors import VariantUnavailable
 from pytest_triton.plugin import options
-from pytest_triton.plugin.contract_items import CONTRACTS_KEY
 from pytest_triton.plugin.contract_items import ContractItem
 from pytest_triton.plugin.shards import contracts_name
 from pytest_triton.plugin.shards import in_shard
+from pytest_triton.plugin.state import BASELINE_KEY
+from pytest_triton.plugin.state import CONTRACTS_KEY
 from pytest_triton.plugin.workers import latency_skip_reason
 
 if TYPE_CHECKING:
@@ -53,10 +54,7 @@ class BaselineState:
     ran: int = 0  # baseline items that ran (none, e.g. --collect-only or deselected: no table)
 
 
-BASELINE_KEY = pytest.StashKey[BaselineState]()
-
-
-def configure(config: pytest.Config) -> None:
+def configure_baseline(config: pytest.Config) -> None:
     """Open the base of ``--triton-baseline`` and pair the contracts' variants (after the contracts are read)."""
     ref = options.text(config, "triton_baseline")
     if not ref:

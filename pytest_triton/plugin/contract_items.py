@@ -22,6 +22,8 @@ import pytest
 
 from pytest_triton.errors import ContractFailure
 from pytest_triton.plugin.items import TritonItem
+from pytest_triton.plugin.state import CONTRACTS_KEY
+from pytest_triton.plugin.workers import device_label
 from pytest_triton.plugin.workers import latency_skip_reason
 
 if TYPE_CHECKING:
@@ -40,22 +42,14 @@ class ContractsState:
     device: str = ""  # the GPU(s) the session's servers see ("GPU 1"), on every outcome under --triton-gpu
 
 
-CONTRACTS_KEY = pytest.StashKey[ContractsState]()
-
-
-def load_contracts(config: pytest.Config) -> None:
+def load_contracts(config: pytest.Config, paths: list[Path]) -> None:
     """Read and validate every contracts file (an invalid one is a usage error: the run stops before tests)."""
-    from pytest_triton.plugin.options import contract_paths
-
-    state = config.stash[CONTRACTS_KEY] = ContractsState()
-    paths = contract_paths(config)
-    if not paths:  # nothing to read: the contracts code is not imported
-        return
     from pytest_triton.contracts.declaration import check_declared_files
     from pytest_triton.contracts.declaration import load_declaration
     from pytest_triton.errors import ConfigError
     from pytest_triton.servers.registry import launcher_class
 
+    state = config.stash[CONTRACTS_KEY] = ContractsState(device=device_label(config))
     # each problem is one line that names the file, line:col and key: no traceback, no error per item
     for path in paths:
         try:

@@ -1,8 +1,9 @@
 """pytest hooks of pytest-triton: options, markers, lint items, fixtures and the summary.
 
-Keep this module light: it imports only the plugin's own modules, the errors and the session's run id at the
-top; the contracts, the bench, the servers, the builder and the clients are imported when a session first uses
-them (tests/unit/plugin/test_light_import.py holds the list).
+Keep this module light: it imports only the options, the session's state, the errors and the session's run id
+at the top. Every other module, the plugin's own items included, is imported by the hook that needs it, and
+only once the session's options or state say it is used: a session that uses none of the plugin's options pays
+for loading the options and these hooks, nothing more (tests/unit/plugin/test_light_import.py holds the list).
 """
 
 from __future__ import annotations
@@ -19,31 +20,14 @@ import pytest
 
 from pytest_triton.errors import ConfigError
 from pytest_triton.errors import PytestTritonError
-from pytest_triton.plugin import baseline_items
 from pytest_triton.plugin import options
-from pytest_triton.plugin.contract_items import CONTRACTS_KEY
-from pytest_triton.plugin.contract_items import add_late_notes
-from pytest_triton.plugin.contract_items import contract_collectors
-from pytest_triton.plugin.contract_items import load_contracts
-from pytest_triton.plugin.contract_items import summary_lines as contract_lines
-from pytest_triton.plugin.contract_items import write_contracts_report
-from pytest_triton.plugin.lint_items import lint_collectors
-from pytest_triton.plugin.properties import machine_info as triton_machine_info
-from pytest_triton.plugin.properties import record_bench_properties
-from pytest_triton.plugin.properties import run_info as triton_run_info
-from pytest_triton.plugin.shards import configure_shard
-from pytest_triton.plugin.shards import select_shard
-from pytest_triton.plugin.shards import shard_entry
+from pytest_triton.plugin.state import BASELINE_KEY
 from pytest_triton.plugin.state import BENCH_KEY
+from pytest_triton.plugin.state import CONTRACTS_KEY
 from pytest_triton.plugin.state import STATE_KEY
 from pytest_triton.plugin.state import SessionState
 from pytest_triton.plugin.state import session_state
 from pytest_triton.plugin.state import started_servers
-from pytest_triton.plugin.workers import check_workers
-from pytest_triton.plugin.workers import configure_worker
-from pytest_triton.plugin.workers import device_label
-from pytest_triton.plugin.workers import receive_report
-from pytest_triton.plugin.workers import send_report
 from pytest_triton.servers.session_run import begin_session_run
 from pytest_triton.servers.session_run import end_session_run
 from pytest_triton.servers.session_run import run_id
@@ -99,14 +83,19 @@ def pytest_configure(config: pytest.Config) -> None:
     options.check(config)
     if options.flag(config, "triton_gpu"):
         from pytest_triton.hardware import require_gpu
+        from pytest_triton.plugin.workers import check_workers
+        from pytest_triton.plugin.workers import configure_worker
 
         try:
             require_gpu()
         except PytestTritonError as exc:
             raise pytest.UsageError(str(exc)) from exc
-    check_workers(config)
-    configure_worker(config)
-    configure_shard(config)
+        check_workers(config)
+        configure_worker(config)
+    if options.text(config, "triton_shard"):
+        from pytest_triton.plugin.shards import configure_shard
+
+        configure_shard(config)
 
     try:  # an unknown launcher or setting fails before any test runs, listing the known ones
         options.check_launcher(config)
@@ -115,20 +104,31 @@ def pytest_configure(config: pytest.Config) -> None:
             _bench(config)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from exc
-    load_contracts(config)
-    config.stash[CONTRACTS_KEY].device = device_label(config)
-    baseline_items.configure(config)  # after the contracts: it pairs their variants
+    contracts = options.contract_paths(config)
+    if contracts:
+        from pytest_triton.plugin.contract_items import load_contracts
+
+        load_contracts(config, contracts)
+    if options.text(config, "triton_baseline"):
+        from pytest_triton.plugin.baseline_items import configure_baseline
+
+        configure_baseline(config)  # after the contracts: it pairs their variants
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     # an xdist worker's rows: xdist's sessionfinish wrapper sends its workeroutput after every implementation
-    send_report(session.config)
+    if hasattr(session.config, "workeroutput"):
+        from pytest_triton.plugin.workers import send_report
+
+        send_report(session.config)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: object, error: object) -> None:
     config = getattr(node, "config", None)
     if isinstance(config, pytest.Config):
+        from pytest_triton.plugin.workers import receive_report
+
         receive_report(node, config, lambda: _bench(config))
 
 
@@ -151,6 +151,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def _bench(config: pytest.Config) -> TritonBench:
     from pytest_triton.plugin.server_factory import session_bench
+    from pytest_triton.plugin.workers import device_label
 
     if BENCH_KEY not in config.stash:
         config.stash[BENCH_KEY] = session_bench(config)
@@ -165,23 +166,37 @@ def pytest_make_collect_report(
     # lint targets and contracts files join the session's own collect report before pytest walks it, as file
     # collectors do: node ids, --co, -k, -m and --deselect treat their items as any test
     report = yield
-    if isinstance(collector, pytest.Session) and report.passed:
+    if not isinstance(collector, pytest.Session) or not report.passed:
+        return report
+    config = collector.config
+    if options.many(config, "triton_lint"):
+        from pytest_triton.plugin.lint_items import lint_collectors
+
         report.result.extend(lint_collectors(collector))
+    if CONTRACTS_KEY in config.stash:
+        from pytest_triton.plugin.contract_items import contract_collectors
+
         report.result.extend(contract_collectors(collector))
-        report.result.extend(baseline_items.baseline_collectors(collector))
+    if BASELINE_KEY in config.stash:
+        from pytest_triton.plugin.baseline_items import baseline_collectors
+
+        report.result.extend(baseline_collectors(collector))
     return report
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    select_shard(config, items)
-    launcher = options.launcher_name(config)
+    if options.text(config, "triton_shard"):
+        from pytest_triton.plugin.shards import select_shard
+
+        select_shard(config, items)
     gpu, cloud = options.spelled(config, "triton_gpu"), options.spelled(config, "triton_cloud")
     for item in items:
         if item.get_closest_marker("triton_gpu") and not options.flag(config, "triton_gpu"):
             item.add_marker(pytest.mark.skip(reason=f"needs a GPU: run with {gpu} on a GPU runner"))
-        if item.get_closest_marker("triton_docker") and launcher != "docker":
+        # the launcher's name is asked only of a marked item: the default's name lives in the launcher registry
+        if item.get_closest_marker("triton_docker") and options.launcher_name(config) != "docker":
             item.add_marker(pytest.mark.skip(reason="needs the docker launcher: run with --triton-launcher docker"))
-        if item.get_closest_marker("triton_cloud") and launcher != "sagemaker":
+        if item.get_closest_marker("triton_cloud") and options.launcher_name(config) != "sagemaker":
             item.add_marker(pytest.mark.skip(reason=f"needs a SageMaker endpoint: run with {cloud} (AWS credentials)"))
 
 
@@ -272,7 +287,10 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None]:
         with _owner(session_state(item.config), item.nodeid):
             return (yield)
     finally:  # before pytest builds the report from item.user_properties (JUnit XML's properties)
-        record_bench_properties(item)
+        if BENCH_KEY in item.config.stash:
+            from pytest_triton.plugin.properties import record_bench_properties
+
+            record_bench_properties(item)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -281,6 +299,8 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
         bench = _bench(config)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from exc
+    from pytest_triton.plugin.properties import machine_info as triton_machine_info
+
     triton_machine_info(bench, machine_info)
 
 
@@ -288,7 +308,9 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
 def pytest_benchmark_update_json(config: pytest.Config, benchmarks: object, output_json: dict[str, object]) -> None:
     bench = config.stash.get(BENCH_KEY, None)
     if bench is not None:
-        output_json["triton"] = triton_run_info(bench)
+        from pytest_triton.plugin.properties import run_info
+
+        output_json["triton"] = run_info(bench)
 
 
 @contextlib.contextmanager
@@ -307,6 +329,8 @@ def _read_late_notes(terminalreporter: pytest.TerminalReporter, config: pytest.C
     if bench is None or not bench.late:
         return
 
+    from pytest_triton.plugin.contract_items import add_late_notes
+
     wait = 0.0 if exitstatus == pytest.ExitCode.INTERRUPTED else options.number(config, "triton_cloud_metrics_wait")
     terminalreporter.section("triton late notes")
     add_late_notes(config, bench.read_late(wait_s=wait, progress=terminalreporter.write_line))
@@ -315,7 +339,10 @@ def _read_late_notes(terminalreporter: pytest.TerminalReporter, config: pytest.C
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):  # an xdist worker's output is not shown: its rows went to the controller
         return
-    baseline_items.write_verdict_section(terminalreporter, config)
+    if BASELINE_KEY in config.stash:
+        from pytest_triton.plugin.baseline_items import write_verdict_section
+
+        write_verdict_section(terminalreporter, config)
     _read_late_notes(terminalreporter, config, exitstatus)
     if STATE_KEY in config.stash:
         lines = config.stash[STATE_KEY].summary_lines()
@@ -324,13 +351,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
             for line in lines:
                 terminalreporter.write_line(line)
     report = options.text(config, "triton_report")
-    lines = contract_lines(config)
-    if lines:
-        terminalreporter.section("triton contracts")
-        for line in lines:
-            terminalreporter.write_line(line)
-        if report:
-            terminalreporter.write_line(f"report written: {write_contracts_report(config, report)}")
+    if CONTRACTS_KEY in config.stash:
+        _write_contracts_section(terminalreporter, config, report)
     bench = config.stash.get(BENCH_KEY, None)
     measured = bench is not None and bool(bench.results or bench.parity)
     if bench is not None and measured:
@@ -344,13 +366,35 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
             )
         for line in bench.summary_lines() + unsure_choice_notes(config):
             terminalreporter.write_line(line)
-    shard = shard_entry(config)
+    shard = _shard_entry(config)
     if report and (measured or shard is not None):  # a shard writes its report even when it measured nothing
         for path in _write_report(config, bench, report, shard):
             terminalreporter.write_line(f"report written: {path}")
     record = options.text(config, "triton_budgets_record")
     if record:
         _record_budgets(terminalreporter, config, bench, Path(record))
+
+
+def _write_contracts_section(terminalreporter: pytest.TerminalReporter, config: pytest.Config, report: str) -> None:
+    from pytest_triton.plugin.contract_items import summary_lines
+    from pytest_triton.plugin.contract_items import write_contracts_report
+
+    lines = summary_lines(config)
+    if lines:
+        terminalreporter.section("triton contracts")
+        for line in lines:
+            terminalreporter.write_line(line)
+        if report:
+            terminalreporter.write_line(f"report written: {write_contracts_report(config, report)}")
+
+
+def _shard_entry(config: pytest.Config) -> dict[str, Any] | None:
+    """The report's ``shard`` entry of a --triton-shard run (None otherwise)."""
+    if not options.text(config, "triton_shard"):
+        return None
+    from pytest_triton.plugin.shards import shard_entry
+
+    return shard_entry(config)
 
 
 def _write_report(

@@ -310,6 +310,11 @@ def settings(config: pytest.Config) -> dict[str, str]:
 
 
 def _pyproject_has_contracts(path: Path) -> bool:
+    try:  # a table of ours names us: most projects' files do not, and need no TOML reader imported
+        if b"pytest-triton" not in path.read_bytes():
+            return False
+    except OSError:
+        return False  # not ours to judge, as below
     from pytest_triton.config.toml import read_toml
     from pytest_triton.errors import ConfigError
 
@@ -444,9 +449,12 @@ def launcher_settings(config: pytest.Config) -> dict[str, Any]:
 
 def check_launcher(config: pytest.Config) -> None:
     """ConfigError for an unknown launcher (listing the known ones) or a setting it does not read (listing its)."""
+    settings = launcher_settings(config)
+    if not settings and not launcher_chosen(config):  # the default launcher, given nothing to check
+        return
     from pytest_triton.servers.registry import check_settings
 
-    check_settings(launcher_name(config), launcher_settings(config))
+    check_settings(launcher_name(config), settings)
 
 
 def check(config: pytest.Config) -> None:

@@ -19,8 +19,8 @@ import pytest
 
 from pytest_triton.errors import ConfigError
 from pytest_triton.plugin import options
-from pytest_triton.plugin.contract_items import CONTRACTS_KEY
 from pytest_triton.plugin.contract_items import ContractItem
+from pytest_triton.plugin.state import CONTRACTS_KEY
 
 if TYPE_CHECKING:  # pytest_triton.contracts imports numpy: not at plugin import time
     from pytest_triton.contracts.shards import Shard

@@ -1,7 +1,9 @@
-"""What the plugin remembers of a session's servers, in ``config.stash`` (light: no server code imported).
+"""What the plugin remembers of a session, in ``config.stash`` (light: no server, contract or bench code imported).
 
 The plugin's hooks write who is setting up (a fixture, a test) while servers start, and read the servers
-back to attach their logs to failing tests and to print the summary.
+back to attach their logs to failing tests and to print the summary. The keys of the contracts', the
+baseline's and the bench's state live here too: a hook asks whether a session has them before it imports the
+module that owns them, so that a session that uses none of them imports none.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_triton.bench.session import TritonBench
+    from pytest_triton.plugin.baseline_items import BaselineState
+    from pytest_triton.plugin.contract_items import ContractsState
     from pytest_triton.servers.protocol import TritonServer
 
 
@@ -48,3 +52,6 @@ def started_servers(config: pytest.Config) -> bool:
 
 
 BENCH_KEY: pytest.StashKey[TritonBench] = pytest.StashKey()  # the session's latency bench (made when first asked for)
+# the contracts files' state: set when the session has a contracts file
+CONTRACTS_KEY: pytest.StashKey[ContractsState] = pytest.StashKey()
+BASELINE_KEY: pytest.StashKey[BaselineState] = pytest.StashKey()  # set under --triton-baseline

@@ -30,6 +30,7 @@ from pytest_triton.hardware import assign_gpus
 from pytest_triton.hardware import gpu_pool
 from pytest_triton.plugin import options
 from pytest_triton.plugin.state import BENCH_KEY
+from pytest_triton.plugin.state import CONTRACTS_KEY
 
 if TYPE_CHECKING:
     from pytest_triton.bench.session import TritonBench
@@ -127,7 +128,6 @@ def send_report(config: pytest.Config) -> None:
         return
     from pytest_triton.bench.report import ReportData
     from pytest_triton.bench.report import to_json
-    from pytest_triton.plugin.contract_items import CONTRACTS_KEY
 
     bench = config.stash.get(BENCH_KEY, None)
     contracts = config.stash.get(CONTRACTS_KEY, None)
@@ -148,7 +148,6 @@ def receive_report(node: Any, config: pytest.Config, bench: Callable[[], TritonB
     if text is None:
         return
     from pytest_triton.bench.report_load import report_from_json
-    from pytest_triton.plugin.contract_items import CONTRACTS_KEY
 
     name = getattr(getattr(node, "gateway", None), "id", "?")
     data = report_from_json(json.loads(text), source=f"xdist worker {name}")

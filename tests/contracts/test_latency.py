@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from pytest_triton.bench.engine import engine_of
+from pytest_triton.bench.session import ServedBy
+from pytest_triton.bench.session import Throughput
 from pytest_triton.bench.session import TritonBench
 from pytest_triton.client.nli import NliSample
 from pytest_triton.client.nli import NliTokenizer
@@ -47,12 +49,12 @@ def test_latency_cuda_fp16(
         ids, mask = tokenizer.encode(one)
         tensors = {"input_ids": ids, "attention_mask": mask}
         engine = engine.with_call(lambda: transport.infer(engine.calibration_model or "", tensors, ["logits"]))
+    http = served.server.urls.http
     result = triton_bench.measure(
         served.variant,
         lambda: client.logits(one),
-        throughput_call=lambda: client.logits(eight),
-        http_url=served.server.urls.http,
-        model="mdeberta",
+        throughput=Throughput(lambda: client.logits(eight)),
+        served_by=ServedBy(http, "mdeberta") if http else None,  # a SageMaker endpoint has no statistics API
         notes=served.notes,
         benchmark=benchmark,
         engine=engine,

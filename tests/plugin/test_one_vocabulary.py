@@ -21,6 +21,7 @@ import pytest
 
 from pytest_triton.bench.outcome import OUTCOME_OF
 from pytest_triton.bench.outcome import OutcomeWord
+from tests.fake_clock import write_fake_clock
 
 BUDGETS = """
 [test-hw]
@@ -192,45 +193,33 @@ max_ratio = 1.2
 """
 
 RELATIVE_TESTS = """
+from fake_clock import FakeMachine
+
 from pytest_triton.bench.sampling import WindowPolicy
 
 
-class Machine:
-    # every request advances a fake clock: the per-round ratios are scripted, not measured on this machine
-    def __init__(self, ratio, jitter_ms=0.0):
-        self.now, self.ratio, self.jitter_ms, self.calls = 0, ratio, jitter_ms, 0
-
-    def clock(self):
-        return self.now
-
-    def base(self):
-        self.now += 10_000_000
-
-    def variant(self):
-        window = self.calls // 5
-        self.calls += 1
-        extra = self.jitter_ms if window % 2 else 0.0  # every other window only: the ratios swing
-        self.now += int((10 * self.ratio + extra) * 1_000_000)
-
-
-def judge(triton_bench, name, machine):
+def judge(triton_bench, name, ratio, jitter_ms=0.0):
+    # every request advances a fake clock: the per-round ratios are scripted, not measured on this machine; the
+    # variant is jitter_ms slower in every other window of 5 only, so its ratios swing
+    machine = FakeMachine()
     triton_bench.clock = machine.clock
-    calls = {f"{name}-base": machine.base, name: machine.variant}
+    variant = machine.call(name, 10 * ratio, odd_window_extra_ms=jitter_ms, window_requests=5)
+    calls = {f"{name}-base": machine.call("base", 10), name: variant}
     policy = WindowPolicy(window_requests=5, max_windows=6)
     triton_bench.check(triton_bench.measure_interleaved(calls, policy=policy, warmup=0))
 
 
 def test_near(triton_bench):
-    judge(triton_bench, "near", Machine(1.1))
+    judge(triton_bench, "near", 1.1)
 
 
 def test_far(triton_bench):
-    judge(triton_bench, "far", Machine(1.5))
+    judge(triton_bench, "far", 1.5)
 
 
 def test_close(triton_bench):
     # ratios 1.0 and 1.25 in turn: the median's interval straddles 1.2 after every look
-    judge(triton_bench, "close", Machine(1.0, jitter_ms=2.5))
+    judge(triton_bench, "close", 1.0, jitter_ms=2.5)
 """
 
 
@@ -267,6 +256,7 @@ def test_relative_verdicts_say_inconclusive_as_pytest_does(
 ) -> None:
     pytester.path.joinpath("budgets.toml").write_text(RELATIVE_BUDGETS, encoding="utf-8")
     pytester.makepyfile(test_user=RELATIVE_TESTS)
+    write_fake_clock(pytester.path)
     args = ["-p", "no:cacheprovider", "--triton-hardware", "test-hw", "--triton-budgets", "budgets.toml"]
     args += ["--triton-inconclusive", choice, "--triton-report", "out/run", "--junitxml", "junit.xml", "-rA"]
     result = pytester.runpytest_subprocess(*args, *filters)

@@ -1,5 +1,5 @@
 """Every row says its path, whichever door it came through: a user's own test measuring through the public
-fixtures (``triton_bench.measure(call, http_url=..., model=...)``) on an ONNX model the embedded server adapts
+fixtures (``triton_bench.measure(call, served_by=ServedBy(url, model))``) on an ONNX model the embedded server adapts
 gets ``adapter`` with the adapter's calibration, as a contract row does, and so does an ensemble whose step is
 adapted (its calibration: the ensemble with a no-work step); a URL the session did not start says ``unknown``
 and why."""
@@ -25,20 +25,18 @@ pytestmark = pytest.mark.xdist_group("embedded-triton")
 USER_TEST = """
 import numpy as np
 
+from pytest_triton.bench.session import ServedBy
+
 
 def test_scorer_latency(triton_server_factory, triton_bench):
     server = triton_server_factory.start("repo")
     transport = server.transport()
     x = np.ones((1, 4), np.float32)
-    triton_bench.measure(
-        "scorer", lambda: transport.infer("scorer", {"x": x}, ["scores"]), http_url=server.urls.http, model="scorer"
-    )
+    scorer = lambda: transport.infer("scorer", {"x": x}, ["scores"])
+    triton_bench.measure("scorer", scorer, served_by=ServedBy(server.urls.http, "scorer"))
     pipe = lambda: transport.infer("pipeline", {"X": x}, ["PROBS"])
-    triton_bench.measure("pipeline", pipe, http_url=server.urls.http, model="pipeline")
-    triton_bench.measure_interleaved(
-        {"alone": lambda: transport.infer("scorer", {"x": x}, ["scores"])},
-        servers={"alone": (server.urls.http, "scorer")},
-    )
+    triton_bench.measure("pipeline", pipe, served_by=ServedBy(server.urls.http, "pipeline"))
+    triton_bench.measure_interleaved({"alone": scorer}, served_by={"alone": ServedBy(server.urls.http, "scorer")})
 """
 
 

@@ -19,6 +19,7 @@ from pytest_triton.bench.engine import CALIBRATION_SUFFIX
 from pytest_triton.bench.engine import engine_of
 from pytest_triton.bench.report import table_lines
 from pytest_triton.bench.sampling import WindowPolicy
+from pytest_triton.bench.session import ServedBy
 from pytest_triton.bench.session import TritonBench
 from pytest_triton.client.transports import TritonHttpTransport
 from pytest_triton.plugin.server_factory import TritonServerFactory
@@ -49,8 +50,7 @@ def test_an_adapted_row_is_marked_and_calibrated_on_the_same_server(
         result = bench.measure(
             "onnx",
             lambda: transport.send(row),
-            http_url=url,
-            model="mdeberta",
+            served_by=ServedBy(url, "mdeberta"),
             engine=engine.with_call(lambda: transport.send(calibration)),
         )
     finally:

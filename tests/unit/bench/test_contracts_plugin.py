@@ -10,6 +10,8 @@ import warnings
 
 import pytest
 
+from tests.fake_clock import write_fake_clock
+
 BUDGETS = """
 [fake-ci]
 source = "made up for the test"
@@ -43,44 +45,24 @@ p50_ms = 5
 TEST_FILE = """
 import os
 
+from fake_clock import FakeMachine
+
 from pytest_triton.bench.sampling import WindowPolicy
 
 RATIO = float(os.environ["RATIO"])
 JITTER_MS = float(os.environ.get("JITTER_MS", "0"))
 
 
-class Machine:
-    def __init__(self):
-        self.now = 0
-        self.slow = 1.0
-        self.calls = {"plain": 0, "ens": 0}
-
-    def clock(self):
-        return self.now
-
-    def plain(self, ms):
-        def call():
-            if self.calls["plain"] % 5 == 0:  # plain opens every round: the whole machine is 3x slower every other
-                self.slow = 3.0 if self.slow == 1.0 else 1.0
-            self.calls["plain"] += 1
-            self.now += int(ms * self.slow * 1_000_000)
-        return call
-
-    def ens(self, ms):
-        def call():
-            window = self.calls["ens"] // 5
-            self.calls["ens"] += 1
-            extra = JITTER_MS if window % 2 else 0.0  # every other window of ens only: its ratio swings
-            self.now += int((ms * self.slow + extra) * 1_000_000)
-        return call
-
-
 def test_side_by_side(triton_bench):
-    machine = Machine()
+    # plain opens every round: the whole machine is 3x slower every other round; every other window of ens
+    # only is JITTER_MS slower: its ratio swings
+    machine = FakeMachine(slow_pace=3.0)
+    plain = lambda ms: machine.call("plain", ms, sets_pace=True)
+    ens = lambda ms: machine.call("ens", ms, odd_window_extra_ms=JITTER_MS)
     triton_bench.clock = machine.clock
     result = triton_bench.measure_interleaved(
-        {"plain": machine.plain(10), "ens": machine.ens(10 * RATIO)},
-        throughput_calls={"plain": machine.plain(40), "ens": machine.ens(40 * RATIO)},
+        {"plain": plain(10), "ens": ens(10 * RATIO)},
+        throughput_calls={"plain": plain(40), "ens": ens(40 * RATIO)},
         policy=WindowPolicy(window_requests=5, max_windows=6),
         warmup=0,
     )
@@ -92,6 +74,7 @@ def test_side_by_side(triton_bench):
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makefile(".toml", budgets=BUDGETS)
     pytester.makepyfile(test_contract=TEST_FILE)
+    write_fake_clock(pytester.path)
     return pytester
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from pytest_triton.bench.sampling import WindowPolicy
 from pytest_triton.bench.sampling import measure
 from pytest_triton.bench.session import TritonBench
 from pytest_triton.errors import ConfigError
+from tests.fake_clock import FakeMachine
 
 MS = 1_000_000
 PROJECT_BUDGETS = Path(__file__).resolve().parents[3] / "model_repos" / "budgets.toml"
@@ -162,29 +162,11 @@ def test_a_native_row_has_no_calibration_cell() -> None:
     assert table_lines([row])[2].split()[:7] == ["n", "native", "4.00", "4.00", "4.00", "4.00", "-"]
 
 
-class _Clock:
-    """A clock that only the calls move: each call takes its own fixed time."""
-
-    def __init__(self) -> None:
-        self.now = 0
-        self.order: list[float] = []
-
-    def __call__(self) -> int:
-        return self.now
-
-    def call(self, ms: float) -> Callable[[], None]:
-        def run() -> None:
-            self.now += int(ms * MS)
-            self.order.append(ms)
-
-        return run
-
-
 def test_measure_times_the_calibration_interleaved_with_the_row() -> None:
-    clock = _Clock()
-    bench = TritonBench(hardware="gpu-x", budgets=BUDGETS, policy=WindowPolicy(window_requests=5), clock=clock)
-    engine = Engine("adapter", "onnx: adapted", "onnx__cal", clock.call(1.0))
-    result = bench.measure("onnx", clock.call(4.0), warmup=2, engine=engine)
+    m = FakeMachine()
+    bench = TritonBench(hardware="gpu-x", budgets=BUDGETS, policy=WindowPolicy(window_requests=5), clock=m.clock)
+    engine = Engine("adapter", "onnx: adapted", "onnx__cal", m.call("onnx__cal", 1.0))
+    result = bench.measure("onnx", m.call("onnx", 4.0), warmup=2, engine=engine)
     assert result.path == "adapter"
     assert result.verdict.status == "pass"  # the adapter budget judges the adapter row
     assert result.latency is not None
@@ -194,16 +176,16 @@ def test_measure_times_the_calibration_interleaved_with_the_row() -> None:
     assert result.calibration.share == 0.25
     assert result.calibration.model == "onnx__cal"
     assert list(result.warmup_s) == ["1"]  # the calibration's warm-up is not the row's
-    measured = clock.order[4:]  # after two warm-up calls of each
+    measured = m.order[4:]  # after two warm-up calls of each
     switches = sum(a != b for a, b in itertools.pairwise(measured))
     assert switches >= 5  # windows alternate (row, calibration, row, ...), not one run after the other
 
 
 def test_measure_interleaved_marks_each_row_with_its_path() -> None:
-    clock = _Clock()
-    bench = TritonBench(hardware="gpu-x", budgets=BUDGETS, policy=WindowPolicy(window_requests=5), clock=clock)
+    m = FakeMachine()
+    bench = TritonBench(hardware="gpu-x", budgets=BUDGETS, policy=WindowPolicy(window_requests=5), clock=m.clock)
     side = bench.measure_interleaved(
-        {"onnx": clock.call(4.0), "native-onnx": clock.call(3.0)},
+        {"onnx": m.call("onnx", 4.0), "native-onnx": m.call("native-onnx", 3.0)},
         warmup=0,
         engines={"onnx": Engine("native", "nothing adapted"), "native-onnx": Engine("native", "nothing adapted")},
     )

@@ -9,6 +9,8 @@ import pytest
 
 from pytest_triton.bench.budgets import parse_budgets
 from pytest_triton.bench.sampling import WindowPolicy
+from pytest_triton.bench.session import ServedBy
+from pytest_triton.bench.session import Throughput
 from pytest_triton.bench.session import TritonBench
 from pytest_triton.errors import ConfigError
 
@@ -57,7 +59,7 @@ def test_measure_warms_every_shape_first_and_never_samples_an_engine_build() -> 
     result = bench.measure(
         "trt",
         server.request(1),
-        throughput_call=server.request(8),
+        throughput=Throughput(server.request(8)),
         policy=WindowPolicy(window_requests=10),
         warmup=2,
     )
@@ -149,7 +151,7 @@ def test_server_split_covers_exactly_the_kept_windows(monkeypatch: pytest.Monkey
         server.now += int((next(script) - 10.0) * MS) if len(server.log) > 2 else 0
 
     result = bench.measure(
-        "v", settling, warmup=2, policy=WindowPolicy(window_requests=4), http_url="http://x", model="mdeberta"
+        "v", settling, warmup=2, policy=WindowPolicy(window_requests=4), served_by=ServedBy("http://x", "mdeberta")
     )
     assert result.latency is not None
     assert result.latency.count == 12
@@ -191,7 +193,7 @@ def test_side_by_side_warms_each_variant_and_splits_each_servers_kept_windows(mo
         throughput_calls={"a": on("http://a", 8), "b": on("http://b", 8)},
         warmup=2,
         policy=WindowPolicy(window_requests=4),
-        servers={"a": ("http://a", "m"), "b": ("http://b", "m")},
+        served_by={"a": ServedBy("http://a", "m"), "b": ServedBy("http://b", "m")},
     )
     a, b = result["a"], result["b"]
     assert a.warmup_s.keys() == {"1", "8"}  # its own shapes only, never the other variant's

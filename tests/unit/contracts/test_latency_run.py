@@ -12,8 +12,8 @@ from pytest_triton.bench.budgets import load_budgets
 from pytest_triton.bench.relative import RelativeBudget
 from pytest_triton.bench.sampling import WindowPolicy
 from pytest_triton.contracts.latency_run import judge_pair
+from tests.fake_clock import FakeMachine
 
-MS = 1_000_000
 POLICY = WindowPolicy(window_requests=4, stable_windows=3, max_windows=6)
 
 BUDGETS = """\
@@ -44,30 +44,12 @@ max_ratio = 1.0
 """
 
 
-class Machine:
-    """A fake clock; each call advances it by its variant's latency and is logged."""
-
-    def __init__(self) -> None:
-        self.now = 0
-        self.order: list[str] = []
-
-    def clock(self) -> int:
-        return self.now
-
-    def call(self, name: str, ms: float) -> Callable[[], None]:
-        def run() -> None:
-            self.order.append(name)
-            self.now += int(ms * MS)
-
-        return run
-
-
 def _rule(max_ratio: float) -> RelativeBudget:
     return RelativeBudget("served-variant", "reference", "p50_ms", max_ratio=max_ratio, name="served-variant/reference")
 
 
 def test_the_pair_alternates_and_the_declared_ratio_is_judged() -> None:
-    m = Machine()
+    m = FakeMachine()
     calls = {"inprocess": m.call("inprocess", 10), "served": m.call("served", 12)}
     outcome = judge_pair(_rule(1.5), calls, source="c.toml", hardware="cpu-test", policy=POLICY, clock=m.clock)
     assert m.order[:16] == ["inprocess"] * 4 + ["served"] * 4 + ["inprocess"] * 4 + ["served"] * 4
@@ -88,7 +70,7 @@ def test_the_pair_alternates_and_the_declared_ratio_is_judged() -> None:
 
 
 def test_over_the_declared_ratio_fails() -> None:
-    m = Machine()
+    m = FakeMachine()
     calls = {"inprocess": m.call("inprocess", 10), "served": m.call("served", 12)}
     outcome = judge_pair(_rule(1.1), calls, hardware="cpu-test", policy=POLICY, clock=m.clock)
     assert outcome.declared.status == "fail"
@@ -98,7 +80,7 @@ def test_over_the_declared_ratio_fails() -> None:
 
 def test_the_budget_files_relative_budgets_of_the_pair_are_judged_too(tmp_path: Path) -> None:
     (tmp_path / "budgets.toml").write_text(BUDGETS)
-    m = Machine()
+    m = FakeMachine()
     calls = {"inprocess": m.call("inprocess", 10), "served": m.call("served", 12)}
     rate = {"inprocess": m.call("inprocess-b8", 40), "served": m.call("served-b8", 100)}
     outcome = judge_pair(
@@ -123,41 +105,40 @@ def test_the_budget_files_relative_budgets_of_the_pair_are_judged_too(tmp_path: 
 
 
 def test_samples_per_s_are_measured_only_when_a_budget_needs_them() -> None:
-    m = Machine()
+    m = FakeMachine()
     calls = {"inprocess": m.call("inprocess", 10), "served": m.call("served", 12)}
     rate = {"inprocess": m.call("inprocess-b8", 40), "served": m.call("served-b8", 100)}
     judge_pair(_rule(1.5), calls, throughput_calls=rate, policy=POLICY, clock=m.clock)
     assert "served-b8" not in m.order
 
 
-def _straddling(m: Machine) -> dict[str, Callable[[], None]]:
+def _straddling(m: FakeMachine) -> dict[str, Callable[[], None]]:
     """A pair whose per-round ratio is 1.0 and 3.0 in turn: a limit of 2.0 is never decided."""
     jitter = iter([10.0, 30.0] * 1000)
 
     def noisy() -> None:
-        m.order.append("served")
-        m.now += int(next(jitter) * MS)
+        m.advance("served", next(jitter))
 
     return {"inprocess": m.call("inprocess", 10), "served": noisy}
 
 
 def test_an_open_pair_is_measured_to_the_last_look_then_warns_or_fails_by_policy() -> None:
     policy = WindowPolicy(window_requests=3, stable_windows=3, max_windows=4)
-    m = Machine()
+    m = FakeMachine()
     warned = judge_pair(_rule(2.0), _straddling(m), policy=policy, clock=m.clock, inconclusive="warn")
     assert warned.declared.status == "inconclusive"
     assert warned.declared.rounds == 72  # more rounds only while open: every look taken
     assert warned.ok
     assert warned.open == (warned.declared,)
     assert "still open at the last look (72 rounds)" in warned.settled
-    m = Machine()
+    m = FakeMachine()
     failed = judge_pair(_rule(2.0), _straddling(m), policy=policy, clock=m.clock, inconclusive="fail")
     assert failed.declared.status == "inconclusive"
     assert not failed.ok
 
 
 def test_no_look_starts_that_would_not_fit_in_the_time_budget() -> None:
-    m = Machine()
+    m = FakeMachine()
     policy = WindowPolicy(window_requests=3, stable_windows=3, max_windows=4)
     # a round takes about 0.09 s: looks at 9 and 18 rounds fit in 3 s, the one at 36 would not
     outcome = judge_pair(_rule(2.0), _straddling(m), policy=policy, clock=m.clock, verdict_seconds=3.0)
