@@ -99,6 +99,11 @@ def kept_paths(command: Sequence[str], env: Mapping[str, str], workdir: Path) ->
     return sorted(found)
 
 
+def server_pid_file(workdir: Path) -> Path:
+    """Where the supervisor writes the server's pid (its own is the one the launcher started)."""
+    return workdir / "server.pid"
+
+
 def sandboxed(
     command: Sequence[str], env: Mapping[str, str], workdir: Path, relay: Mapping[int, Path] | None = None
 ) -> list[str] | None:
@@ -116,6 +121,7 @@ def sandboxed(
         "keep": kept_paths(command, env, workdir),
         "relay": [[port, str(path)] for port, path in (relay or {}).items()],
         "parent": os.getpid(),  # the supervisor inside kills the server's group once this process is gone
+        "pid_file": str(server_pid_file(workdir)),
     }
     wanted = [arg for arg in prefix if relay or arg != "--net"]
     return [*wanted, sys.executable, "-I", sandbox_inner.__file__, json.dumps(spec), "--", *command]

@@ -171,12 +171,12 @@ def main(argv: list[str]) -> None:
         for listener, _ in listeners:
             listener.close()
     sys.stdout.flush()
-    supervise(command, int(spec["parent"]))
+    supervise(command, int(spec["parent"]), Path(spec["pid_file"]))
 
 
-def supervise(command: list[str], parent: int) -> None:
+def supervise(command: list[str], parent: int, pid_file: Path) -> None:
     """Run ``command`` in a child and end as it ends; the whole process group goes when ``parent`` (the
-    launcher's process) dies (see the module docstring, step 4)."""
+    launcher's process) dies (see the module docstring, step 4). The child's pid goes to ``pid_file``."""
     signal.signal(PARENT_GONE, lambda number, frame: os.killpg(0, signal.SIGKILL))
     if _libc.prctl(PR_SET_PDEATHSIG, PARENT_GONE, 0, 0, 0) != 0 or os.getppid() != parent:
         os._exit(1)  # the launcher is already gone (or the kernel refused): start nothing
@@ -187,11 +187,15 @@ def supervise(command: list[str], parent: int) -> None:
         os.execvp(command[0], command)
     for number in FORWARDED:
         signal.signal(number, lambda number, frame: os.kill(child, number))
+    written = pid_file.with_suffix(".tmp")
+    written.write_text(str(child), encoding="ascii")
+    written.rename(pid_file)  # whole or absent: the launcher reads it as soon as it is there
     _, status = os.waitpid(child, 0)  # retried across the handlers' interruptions (PEP 475)
     if os.WIFSIGNALED(status):
         ended_by = os.WTERMSIG(status)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the server dumped its own core where that is on
-        signal.signal(ended_by, signal.SIG_DFL)
+        if ended_by not in (signal.SIGKILL, signal.SIGSTOP):  # the two whose action cannot be set
+            signal.signal(ended_by, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [ended_by])
         os.kill(os.getpid(), ended_by)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)

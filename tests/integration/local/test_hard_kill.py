@@ -114,7 +114,7 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def stubs_of(pid: int) -> list[int]:
+def stubs_below(pid: int) -> list[int]:
     """The python backend stubs started under pytest ``pid`` (its servers' children, at any depth)."""
     stubs = []
     for child in descendants(pid):
@@ -127,7 +127,7 @@ def stubs_of(pid: int) -> list[int]:
 @pytest.mark.skipif(not namespace_prefix()[0], reason="no namespaces here: the server runs without its supervisor")
 def test_sigkill_of_pytest_takes_a_stub_that_stopped_watching(tmp_path: Path) -> None:
     holder = start_holder(tmp_path)
-    stubs = stubs_of(holder.pid)
+    stubs = stubs_below(holder.pid)
     assert stubs, "the python model runs in a stub under the server"
     for stub in stubs:  # a stub that cannot notice its parent's death, as a busy or hung one does not
         os.kill(stub, signal.SIGSTOP)
