@@ -70,8 +70,8 @@ def session_bench(config: pytest.Config) -> TritonBench:
         path,
         hardware,
         required=named,
-        unstable=unsure_choice(config, "triton_unstable", TritonUnstableWarning),
-        inconclusive=unsure_choice(config, "triton_inconclusive", TritonInconclusiveWarning),
+        unstable=unsure_choice(config, "triton_unstable"),
+        inconclusive=unsure_choice(config, "triton_inconclusive"),
         verdict_seconds=options.number(config, "triton_verdict_seconds"),
     )
     bench.hardware_source = source
@@ -79,13 +79,20 @@ def session_bench(config: pytest.Config) -> TritonBench:
     return bench
 
 
-def unsure_choice(config: pytest.Config, name: str, category: type[Warning]) -> str:
+UNSURE_WARNINGS: dict[str, type[Warning]] = {
+    "triton_unstable": TritonUnstableWarning,
+    "triton_inconclusive": TritonInconclusiveWarning,
+}
+"""Each choice for an unsure verdict, and the warning its ``warn`` gives."""
+
+
+def unsure_choice(config: pytest.Config, name: str) -> str:
     """The session's choice ``name`` (warn or fail) as pytest will carry it out: ``warn`` counts as ``fail``
-    where the warnings filters make ``category`` an error (:mod:`pytest_triton.plugin.warning_filters`)."""
+    where the warnings filters make its warning an error (:mod:`pytest_triton.plugin.warning_filters`)."""
     from pytest_triton.plugin.warning_filters import error_filter
 
     choice = options.text(config, name)
-    if choice == "warn" and error_filter(config, category) is not None:
+    if choice == "warn" and error_filter(config, UNSURE_WARNINGS[name]) is not None:
         return "fail"
     return choice
 
@@ -95,8 +102,7 @@ def unsure_choice_notes(config: pytest.Config) -> list[str]:
     from pytest_triton.plugin.warning_filters import error_filter
 
     notes = []
-    choices = (("triton_unstable", TritonUnstableWarning), ("triton_inconclusive", TritonInconclusiveWarning))
-    for name, category in choices:
+    for name, category in UNSURE_WARNINGS.items():
         found = error_filter(config, category) if options.text(config, name) == "warn" else None
         if found is not None:
             notes.append(

@@ -40,7 +40,7 @@ def error_filter(config: pytest.Config, category: type[Warning]) -> str | None:
         try:
             warnings.warn(category("probe"), stacklevel=1)
         except category:
-            deciding = [said for said, parsed in applied if issubclass(category, parsed[2])]
+            deciding = [said for said, parsed in applied if parsed[0] == "error" and issubclass(category, parsed[2])]
             if deciding:
                 return f"the warnings filter {deciding[-1]}"
             return "the warnings filters in effect (python -W, PYTHONWARNINGS or a filterwarnings mark)"

@@ -52,6 +52,12 @@ class Config:
             "the warnings filter 'err::UserWarning' (ini filterwarnings)",
         ),  # an unambiguous prefix, as the warnings module reads it
         (["error::DeprecationWarning"], None, None),  # another category
+        # a later filter of another module does not decide the probe: the error filter is named
+        (
+            ["error::pytest_triton.errors.PytestTritonWarning", "always::UserWarning:elsewhere"],
+            None,
+            "the warnings filter 'error::pytest_triton.errors.PytestTritonWarning' (ini filterwarnings)",
+        ),
         (["error", "ignore::pytest_triton.errors.TritonInconclusiveWarning"], None, None),  # the later one wins
         (["error"], ["default::pytest_triton.errors.PytestTritonWarning"], None),  # -W after the ini option
         (
