@@ -13,7 +13,9 @@ folder (removed with it) and ``/dev/shm`` a tmpfs of its own, mode 0700 (Boost, 
 stubs are gone, SIGKILL included: no region outlives them), and, where the SageMaker
 frontend is on, a network namespace whose ports the host reaches only through
 :class:`~pytest_triton.servers.relay.LoopbackRelay` on 127.0.0.1. The first process
-inside (:mod:`pytest_triton.servers.sandbox_inner`) also sets ``umask 077``, then becomes the server.
+inside (:mod:`pytest_triton.servers.sandbox_inner`) also sets ``umask 077``, then starts the server and stays as
+its supervisor: when pytest dies, however, it takes the server's whole process group with it (python stubs that
+stopped watching their parent included).
 
 ``unshare --mount --net`` needs root (``CAP_SYS_ADMIN``); elsewhere ``unshare --user --map-root-user`` makes
 both where unprivileged user namespaces are allowed. Where neither works: a server without the SageMaker
@@ -97,6 +99,11 @@ def kept_paths(command: Sequence[str], env: Mapping[str, str], workdir: Path) ->
     return sorted(found)
 
 
+def server_pid_file(workdir: Path) -> Path:
+    """Where the supervisor writes the server's pid (its own is the one the launcher started)."""
+    return workdir / "server.pid"
+
+
 def sandboxed(
     command: Sequence[str], env: Mapping[str, str], workdir: Path, relay: Mapping[int, Path] | None = None
 ) -> list[str] | None:
@@ -113,6 +120,8 @@ def sandboxed(
         "tmp": str(private),
         "keep": kept_paths(command, env, workdir),
         "relay": [[port, str(path)] for port, path in (relay or {}).items()],
+        "parent": os.getpid(),  # the supervisor inside kills the server's group once this process is gone
+        "pid_file": str(server_pid_file(workdir)),
     }
     wanted = [arg for arg in prefix if relay or arg != "--net"]
     return [*wanted, sys.executable, "-I", sandbox_inner.__file__, json.dumps(spec), "--", *command]

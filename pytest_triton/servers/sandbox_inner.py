@@ -17,7 +17,14 @@ caller's environment or working folder is imported). In order:
    up and a relay process is forked: for each ``[port, socket]`` it accepts on the Unix socket (in the
    owner-only work folder) and connects to ``127.0.0.1:port`` inside. The launcher's side listens on the
    host's 127.0.0.1 and connects to those sockets (:mod:`pytest_triton.servers.relay`);
-4. ``exec`` of the command: the process keeps its pid, its process group and its parent-death signal.
+4. the command runs in a child of this process, which stays as its supervisor in the same process group (the
+   group the launcher stops as one). Triton's python stubs watch their parent and leave once it is gone, but a
+   stub that is busy or stopped never looks (seen: an ONNX Runtime model's stub, still there 30 minutes after
+   pytest was killed and took the server with it). So the supervisor's parent-death signal is one it handles
+   (:data:`PARENT_GONE`, instead of the launcher's SIGKILL): when pytest dies, however, it kills the whole
+   group, the server and every stub with it. It passes on SIGINT, SIGTERM, SIGHUP and SIGQUIT (Triton ignores
+   a second shutdown signal) and ends as the server ended, with its exit code or by the same signal, so the
+   launcher sees the server's own end.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import ctypes.util
 import fcntl
 import json
 import os
+import resource
 import signal
 import socket
 import struct
@@ -40,6 +48,8 @@ MS_NODEV = 0x4
 MS_BIND = 0x1000
 MS_REC = 0x4000
 PR_SET_PDEATHSIG = 1
+PARENT_GONE = signal.SIGUSR2
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 SIOCGIFFLAGS = 0x8913
 SIOCSIFFLAGS = 0x8914
 IFF_UP = 0x1
@@ -123,7 +133,8 @@ def unix_address(path: str) -> tuple[str, int | None]:
 
 
 def relay(listeners: list[tuple[socket.socket, int]], parent: int) -> None:
-    """In a forked child, killed when its parent (the server) ends: relay each Unix socket to its port."""
+    """In a forked child, killed when its parent (the server's supervisor) ends: relay each Unix socket to its
+    port."""
     if _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != parent:
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server's group gets SIGINT on stop; it leaves with it
@@ -160,7 +171,34 @@ def main(argv: list[str]) -> None:
         for listener, _ in listeners:
             listener.close()
     sys.stdout.flush()
-    os.execvp(command[0], command)
+    supervise(command, int(spec["parent"]), Path(spec["pid_file"]))
+
+
+def supervise(command: list[str], parent: int, pid_file: Path) -> None:
+    """Run ``command`` in a child and end as it ends; the whole process group goes when ``parent`` (the
+    launcher's process) dies (see the module docstring, step 4). The child's pid goes to ``pid_file``."""
+    signal.signal(PARENT_GONE, lambda number, frame: os.killpg(0, signal.SIGKILL))
+    if _libc.prctl(PR_SET_PDEATHSIG, PARENT_GONE, 0, 0, 0) != 0 or os.getppid() != parent:
+        os._exit(1)  # the launcher is already gone (or the kernel refused): start nothing
+    child = os.fork()
+    if child == 0:
+        signal.signal(PARENT_GONE, signal.SIG_DFL)
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the supervisor killed alone: the server goes too
+        os.execvp(command[0], command)
+    for number in FORWARDED:
+        signal.signal(number, lambda number, frame: os.kill(child, number))
+    written = pid_file.with_suffix(".tmp")
+    written.write_text(str(child), encoding="ascii")
+    written.rename(pid_file)  # whole or absent: the launcher reads it as soon as it is there
+    _, status = os.waitpid(child, 0)  # retried across the handlers' interruptions (PEP 475)
+    if os.WIFSIGNALED(status):
+        ended_by = os.WTERMSIG(status)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the server dumped its own core where that is on
+        if ended_by not in (signal.SIGKILL, signal.SIGSTOP):  # the two whose action cannot be set
+            signal.signal(ended_by, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [ended_by])
+        os.kill(os.getpid(), ended_by)
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 
 if __name__ == "__main__":

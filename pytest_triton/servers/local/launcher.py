@@ -74,14 +74,12 @@ _NO_GPU_HINT = (
 class LocalLauncher(ServerBase):
     """A ``tritonserver`` process serving ``repository`` on 127.0.0.1, stopped with everything it started.
 
-    ``prepare`` stages the repository into the launcher's work folder (nothing is written into it) and, on a
-    server without the onnxruntime backend, adapts ONNX models there for this binary and this machine's GPUs.
-    ``models`` (None: every model folder) load at startup; ``start()`` returns once all are ready and raises
-    :class:`ModelLoadError` with Triton's reason for each that failed. ``binary``: a path or a
-    :class:`TritonBinary` (None: :func:`find_tritonserver`). ``sagemaker=True`` adds the SageMaker frontend
-    (it binds 0.0.0.0: Triton 2.51 has no address flag for it). ``auto_complete_config=False`` passes
-    ``--disable-auto-complete-config`` (every config must then be complete). ``exit_timeout`` is Triton's
-    ``--exit-timeout-secs`` (0 stops without the models' ``finalize()``).
+    ``prepare`` stages the repository in the work folder (nothing is written into it) and, without the
+    onnxruntime backend, adapts its ONNX models for this binary and GPUs. ``models`` (None: all) load at startup;
+    ``start()`` returns once all are ready, else raises :class:`ModelLoadError` with Triton's reason for each.
+    ``binary``: a path or a :class:`TritonBinary` (None: :func:`find_tritonserver`). ``sagemaker=True`` adds the
+    SageMaker frontend (it binds 0.0.0.0: Triton 2.51 has no address flag). ``auto_complete_config=False``:
+    ``--disable-auto-complete-config``. ``exit_timeout``: ``--exit-timeout-secs`` (0: no ``finalize()``).
     """
 
     name: ClassVar[str] = "local"
@@ -163,6 +161,11 @@ class LocalLauncher(ServerBase):
         return self._process.pid
 
     @property
+    def process_group(self) -> int | None:
+        """The process group of the server and its python stubs (None before start), the same after it ended."""
+        return self._process.process_group
+
+    @property
     def running(self) -> bool:
         """Whether the tritonserver process is running."""
         return self._process.running
@@ -195,9 +198,7 @@ class LocalLauncher(ServerBase):
         self.command = [str(binary.path), *args, *self._process.binary_flags(binary), *complete, *self.extra_args]
         env = self._server_env(prepared, binary.environ())
         # the SageMaker frontend binds every interface: then the server gets a network of its own
-        isolate = (
-            {port: (SageMakerGuard(key) if port == ports[3] else None) for port in ports} if self.sagemaker else None
-        )
+        isolate = {p: (SageMakerGuard(key) if p == ports[3] else None) for p in ports} if self.sagemaker else None
         self._process.spawn(self.command, env, f"tritonserver-{attempt}.log", isolate=isolate)
 
     def _wait_ready(self, prepared: Prepared, deadline: Deadline) -> None:

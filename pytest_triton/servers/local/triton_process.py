@@ -10,10 +10,12 @@ also at interpreter exit for a launcher that was dropped or left running.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
 import subprocess
+import time
 import weakref
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -39,6 +41,7 @@ from pytest_triton.servers.relay import LoopbackRelay
 from pytest_triton.servers.relay import SageMakerGuard
 from pytest_triton.servers.sandbox import refuse_without_namespaces
 from pytest_triton.servers.sandbox import sandboxed
+from pytest_triton.servers.sandbox import server_pid_file
 
 
 @final
@@ -59,6 +62,8 @@ class TritonProcess:
         self._workdir: Path | None = None
         self.relay: LoopbackRelay | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._pid_file: Path | None = None  # where a sandboxed server's supervisor writes tritonserver's pid
+        self._server_pid: int | None = None
 
     # -- before the start ------------------------------------------------------------------------------
 
@@ -113,7 +118,10 @@ class TritonProcess:
         self.log = LogFile(log_path)
         os.close(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
         restrict_tree(workdir)  # the staged repository: copies keep the user's modes
-        argv = sandboxed(command, env, workdir, routes) or list(command)
+        argv = sandboxed(command, env, workdir, routes)
+        self._pid_file = None if argv is None else server_pid_file(workdir)
+        self._server_pid = None
+        argv = argv or list(command)
         with log_path.open("r+b") as out:
             try:
                 self.proc = spawn(argv, env=dict(env), stdout=out)
@@ -139,6 +147,23 @@ class TritonProcess:
 
     @property
     def pid(self) -> int | None:
+        """tritonserver's pid: in a sandbox, the supervisor's child (the pid it wrote, waited for while the
+        supervisor runs), else the process started."""
+        if self.proc is None:
+            return None
+        if self._pid_file is None or self._server_pid is not None:
+            return self._server_pid or self.proc.pid
+        deadline = time.monotonic() + 5.0
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            with contextlib.suppress(OSError, ValueError):
+                self._server_pid = int(self._pid_file.read_text(encoding="ascii"))
+                return self._server_pid
+            time.sleep(0.01)
+        return self.proc.pid
+
+    @property
+    def process_group(self) -> int | None:
+        """The process group the server, its stubs and its supervisor run in (what stop() ends as one)."""
         return None if self.proc is None else self.proc.pid
 
     @property
@@ -163,7 +188,7 @@ class TritonProcess:
         if status is not None:
             assert self.proc is not None
             raise ServerError(
-                f"{self.what} (pid {self.proc.pid}) is no longer running: it {status}",
+                f"{self.what} (pid {self.pid}) is no longer running: it {status}",
                 exit_code=self.proc.returncode,
                 log_tail=self.log_tail(),
             )

@@ -159,6 +159,41 @@ def stubs_of(pid: int) -> list[int]:
     return found
 
 
+def started(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot): with the pid, it names one process, as pids are reused."""
+    fields = _stat(pid)
+    return None if fields is None else int(fields[19])
+
+
+def group_of(pid: int) -> tuple[int, int | None]:
+    """``pid``'s process group as seen now: its id and when its leader started (None: the leader is gone)."""
+    pgid = os.getpgid(pid)
+    return pgid, started(pgid)
+
+
+def left_in(group: tuple[int, int | None]) -> list[int]:
+    """The live members of ``group`` (from :func:`group_of`). Linux gives a group's id to a new process only
+    once every member is gone, so where a newer process now holds the id (another test's server, on a busy
+    machine whose pids wrap), nothing of the group seen is left."""
+    pgid, leader_started = group
+    now = started(pgid)
+    if now is not None and leader_started is not None and now != leader_started:
+        return []
+    return in_group(pgid)
+
+
+def described(pids: list[int]) -> str:
+    """Each of ``pids`` with its parent and command line, for an assertion's message."""
+    lines = []
+    for pid in pids:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            cmdline = "(gone)"
+        lines.append(f"pid {pid} (parent {parent_of(pid)}, started {started(pid)}): {cmdline[:200]}")
+    return "\n".join(lines)
+
+
 def in_group(pgid: int) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):

@@ -103,3 +103,34 @@ def test_killing_the_stubs_too_leaves_a_region_that_the_next_run_sweeps(tmp_path
         pytest.skip("another pytest-triton process on this machine swept the region before it was checked")
     sweep_stale_shm()
     assert regions(holder.pid) == []
+
+
+def descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        children = children_of(todo.pop())
+        found += children
+        todo += children
+    return found
+
+
+def stubs_below(pid: int) -> list[int]:
+    """The python backend stubs started under pytest ``pid`` (its servers' children, at any depth)."""
+    stubs = []
+    for child in descendants(pid):
+        with contextlib.suppress(OSError):
+            if b"triton_python_backend_stub" in Path(f"/proc/{child}/cmdline").read_bytes():
+                stubs.append(child)
+    return stubs
+
+
+@pytest.mark.skipif(not namespace_prefix()[0], reason="no namespaces here: the server runs without its supervisor")
+def test_sigkill_of_pytest_takes_a_stub_that_stopped_watching(tmp_path: Path) -> None:
+    holder = start_holder(tmp_path)
+    stubs = stubs_below(holder.pid)
+    assert stubs, "the python model runs in a stub under the server"
+    for stub in stubs:  # a stub that cannot notice its parent's death, as a busy or hung one does not
+        os.kill(stub, signal.SIGSTOP)
+    holder.kill()
+    holder.wait()
+    assert wait_for(lambda: not any(Path(f"/proc/{stub}").exists() for stub in stubs), 10), stubs

@@ -26,7 +26,8 @@ skip_without_embedded_triton()
 def _assert_nothing_left(launcher: LocalLauncher) -> None:
     assert launcher.pid is not None
     assert not launcher.running
-    assert in_group(launcher.pid) == []
+    assert launcher.process_group is not None
+    assert in_group(launcher.process_group) == []
     # only this launcher's regions: session servers of other tests may run in this process
     assert launcher.shm_prefix
     assert not [e for e in os.listdir("/dev/shm") if e.startswith(launcher.shm_prefix)]

@@ -60,7 +60,8 @@ def test_stop_leaves_no_process_and_no_shared_memory(repository: Path) -> None:
     assert time.monotonic() - started < 5
     assert not alive(pid)
     assert [p for p in stubs if alive(p)] == []
-    assert in_group(pid) == []
+    assert launcher.process_group is not None
+    assert in_group(launcher.process_group) == []
     assert shm_regions(launcher.shm_prefix) == []
     assert "successfully loaded 'add2'" in launcher.logs()  # the log outlives the server
     launcher.stop()  # idempotent
@@ -74,7 +75,8 @@ def test_context_manager_and_single_use(repository: Path) -> None:
             launcher.start()
         pid = launcher.pid
     assert pid is not None
-    assert in_group(pid) == []
+    assert launcher.process_group is not None
+    assert in_group(launcher.process_group) == []
     with pytest.raises(ServerError, match="not started"):
         _ = LocalLauncher(repository).urls
 
@@ -99,7 +101,8 @@ import json, sys, time
 from pytest_triton.servers import LocalLauncher
 from pytest_triton.servers.process import children_of
 launcher = LocalLauncher(sys.argv[1], progress=None).start()
-print(json.dumps({"pid": launcher.pid, "stubs": children_of(launcher.pid), "prefix": launcher.command[-1]}))
+print(json.dumps({"pid": launcher.pid, "group": launcher.process_group, "stubs": children_of(launcher.pid),
+                  "prefix": launcher.command[-1]}))
 sys.stdout.flush()
 time.sleep(600)
 """
@@ -124,7 +127,7 @@ def test_server_dies_when_its_parent_is_sigkilled(repository: Path) -> None:
 
         assert _wait_gone([server], 5.0) == [], "tritonserver outlived its parent"
         assert _wait_gone(stubs, 5.0) == [], "python backend stubs outlived tritonserver"
-        assert in_group(server) == []
+        assert in_group(int(info["group"])) == []
         # the stubs die without cleaning their shared memory: freed with the namespace, else swept
         sweep_stale_shm()
         assert shm_regions(prefix) == []
@@ -156,7 +159,8 @@ def test_server_killed_under_the_launcher(repository: Path) -> None:
     assert launcher.exit_status() is None  # after stop() the end is ours
     launcher.check_alive()
     assert [p for p in stubs if alive(p)] == []
-    assert in_group(pid) == []
+    assert launcher.process_group is not None
+    assert in_group(launcher.process_group) == []
     assert shm_regions(launcher.shm_prefix) == []
 
 
@@ -164,7 +168,7 @@ FORGETFUL = """
 import json, sys
 from pytest_triton.servers import LocalLauncher
 launcher = LocalLauncher(sys.argv[1], models=["add"], progress=None).start()
-print(json.dumps({"pid": launcher.pid, "prefix": launcher.command[-1]}), flush=True)
+print(json.dumps({"pid": launcher.pid, "group": launcher.process_group, "prefix": launcher.command[-1]}), flush=True)
 """  # exits normally without stop()
 
 
@@ -174,5 +178,5 @@ def test_server_stopped_at_exit_when_stop_is_forgotten(repository: Path) -> None
     )
     info = json.loads(done.stdout)
     assert not alive(int(info["pid"]))
-    assert in_group(int(info["pid"])) == []
+    assert in_group(int(info["group"])) == []
     assert shm_regions(str(info["prefix"]).split("=")[-1]) == []  # freed by the launcher itself, no sweep needed

@@ -79,11 +79,15 @@ def _staged_repository(server: int) -> Path:
 
 
 def _server_of(serve: subprocess.Popen[str]) -> int:
-    children = [int(pid) for pid, name in triton_processes().items() if name == "tritonserver"]
-    for pid in children:
-        if f"PPid:\t{serve.pid}\n" in Path(f"/proc/{pid}/status").read_text():
-            return pid
-    raise AssertionError(f"serve (pid {serve.pid}) has no tritonserver child")
+    """The tritonserver started under ``serve`` (its child, or its sandbox supervisor's)."""
+    for pid in (int(pid) for pid, name in triton_processes().items() if name == "tritonserver"):
+        ancestor = pid
+        while ancestor > 1:
+            status = Path(f"/proc/{ancestor}/status").read_text()
+            ancestor = int(status.split("PPid:\t", 1)[1].split("\n", 1)[0])
+            if ancestor == serve.pid:
+                return pid
+    raise AssertionError(f"serve (pid {serve.pid}) has no tritonserver below it")
 
 
 @pytest.mark.parametrize("name", sorted(REPOSITORIES))
