@@ -146,7 +146,8 @@ def test_serve_signal_before_ready_exits_130(tmp_path: Path) -> None:
                 with contextlib.suppress(ProcessLookupError):
                     group = group_of(server)
             time.sleep(0.05)
-        assert server is not None and group is not None, "serve's tritonserver started no stub in 30 s"
+        assert group is not None, "serve's tritonserver started no stub in 30 s"
+        assert server is not None
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=30)
         assert stdout == ""
