@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import time
 from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
@@ -49,6 +48,7 @@ from pytest_triton.servers.ports import reserve_ports
 from pytest_triton.servers.protocol import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.protocol import Prepared
 from pytest_triton.servers.protocol import ServeOptions
+from pytest_triton.servers.wait import Deadline
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress
 
@@ -184,16 +184,6 @@ def adapt_for_backends(folder: Path, backends: frozenset[str], gpu: bool) -> lis
     if "onnxruntime" in backends or not onnx_models(folder):
         return []
     return list(adapt_repository(folder, AdapterTarget.this_environment(backends, gpu)))
-
-
-class Deadline:
-    """A deadline shared by several waits (and by every attempt of a start): :meth:`left` is the time remaining."""
-
-    def __init__(self, seconds: float) -> None:
-        self._deadline = time.monotonic() + seconds
-
-    def left(self) -> float:
-        return max(0.0, self._deadline - time.monotonic())
 
 
 class ServerBase:

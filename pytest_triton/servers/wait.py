@@ -36,10 +36,22 @@ def stderr_progress(line: str) -> None:
     sys.stderr.flush()
 
 
+class Deadline:
+    """A deadline shared by several waits (and by every attempt of a start): :meth:`left` is the time remaining,
+    ``seconds`` the whole budget, which a timeout names (the waits after a slow spawn have less than it left)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._deadline = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return max(0.0, self._deadline - time.monotonic())
+
+
 def wait_until(
     check: Callable[[], Poll],
     *,
-    timeout: float,
+    timeout: float | Deadline,
     what: str = "tritonserver",
     goal: str = "ready",
     progress: ProgressCallback | None = stderr_progress,
@@ -53,12 +65,14 @@ def wait_until(
 
     Polls quickly at first (20 ms, growing to ``interval``) so a fast server is seen at once. Raises
     :class:`ServerTimeout` naming ``what``, the last status and the log tail when ``timeout`` seconds
-    pass; exceptions from ``check`` propagate unchanged.
+    pass, or what a :class:`Deadline` has left (the message then names its whole budget); exceptions from
+    ``check`` propagate unchanged. The check runs at least once, even with no time left.
     """
-    if timeout < 0:
+    budget, left = (timeout.seconds, timeout.left()) if isinstance(timeout, Deadline) else (timeout, timeout)
+    if left < 0:
         raise ValueError(f"timeout={timeout!r} must be >= 0")
     start = clock()
-    deadline = start + timeout
+    deadline = start + left
     next_progress = start + progress_every
     delay = min(0.02, interval)
     while True:
@@ -70,7 +84,7 @@ def wait_until(
         if now >= deadline:
             status = f" ({poll.status})" if poll.status else ""
             raise ServerTimeout(
-                f"{what} not {goal} after {timeout:.1f} s{status}; raise the timeout or look at the log below",
+                f"{what} not {goal} after {budget:.1f} s{status}; raise the timeout or look at the log below",
                 log_tail=log_tail() if log_tail is not None else "",
             )
         if progress is not None and now >= next_progress:
@@ -121,7 +135,7 @@ def wait_models_ready(
     rest: TritonRest,
     models: Sequence[str],
     *,
-    timeout: float,
+    timeout: float | Deadline,
     what: str = "tritonserver",
     progress: ProgressCallback | None = stderr_progress,
     log_tail: Callable[[], str] | None = None,

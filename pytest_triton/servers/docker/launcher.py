@@ -35,7 +35,6 @@ from typing import final
 
 from pytest_triton.repository.layout import model_folders
 from pytest_triton.repository.layout import require_folder
-from pytest_triton.servers.base import Deadline
 from pytest_triton.servers.base import ServerBase
 from pytest_triton.servers.base import tritonserver_args
 from pytest_triton.servers.control import ModelControl
@@ -50,6 +49,7 @@ from pytest_triton.servers.docker.image import stage_for_image
 from pytest_triton.servers.docker.owners import end_of_run
 from pytest_triton.servers.protocol import Prepared
 from pytest_triton.servers.protocol import ServeOptions
+from pytest_triton.servers.wait import Deadline
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import models_poll
@@ -206,7 +206,7 @@ class DockerLauncher(ServerBase):
             return ping_poll(sagemaker) if poll.done and sagemaker else poll
 
         try:
-            wait_until(check, timeout=deadline.left(), interval=0.25, progress=self.progress, log_tail=self.log_tail)
+            wait_until(check, timeout=deadline, interval=0.25, progress=self.progress, log_tail=self.log_tail)
             self._require_health_ready(rest)
         finally:
             rest.close()

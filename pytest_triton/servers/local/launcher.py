@@ -36,7 +36,6 @@ from pytest_triton.hardware import gpu_visible
 from pytest_triton.repository.layout import model_folders
 from pytest_triton.repository.layout import require_folder
 from pytest_triton.repository.layout import stage_copy
-from pytest_triton.servers.base import Deadline
 from pytest_triton.servers.base import ServerBase
 from pytest_triton.servers.base import adapt_for_backends
 from pytest_triton.servers.base import tritonserver_args
@@ -54,6 +53,7 @@ from pytest_triton.servers.protocol import DEFAULT_STARTUP_TIMEOUT
 from pytest_triton.servers.protocol import Prepared
 from pytest_triton.servers.protocol import ServeOptions
 from pytest_triton.servers.relay import SageMakerGuard
+from pytest_triton.servers.wait import Deadline
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress
@@ -209,7 +209,7 @@ class LocalLauncher(ServerBase):
         frontends = [*FRONTENDS, *([SAGEMAKER_FRONTEND] if self.sagemaker else [])]
         wait_for_frontends(log, frontends, models, self._check_running, deadline, self.progress, self.log_tail)
         check_startup_models(rest, models, log.lines(), self.log_tail)
-        wait_models_ready(rest, models, timeout=deadline.left(), progress=self.progress, log_tail=self.log_tail)
+        wait_models_ready(rest, models, timeout=deadline, progress=self.progress, log_tail=self.log_tail)
         self._require_health_ready(rest)
         self._check_running()
 
@@ -249,7 +249,7 @@ def wait_for_frontends(
             return Poll(False, f"{len(ok & set(models))}/{len(models)} models loaded, {len(failed)} failed")
         return Poll(True)
 
-    wait_until(check, timeout=deadline.left(), interval=0.05, progress=progress, log_tail=log_tail)
+    wait_until(check, timeout=deadline, interval=0.05, progress=progress, log_tail=log_tail)
 
 
 def check_startup_models(rest: TritonRest, models: list[str], lines: list[str], log_tail: Callable[[], str]) -> None:

@@ -51,7 +51,6 @@ from pytest_triton.errors import ModelLoadError
 from pytest_triton.errors import ServerError
 from pytest_triton.errors import ServerStartError
 from pytest_triton.hardware import gpu_visible
-from pytest_triton.servers.base import Deadline
 from pytest_triton.servers.base import Runner
 from pytest_triton.servers.base import ServerBase
 from pytest_triton.servers.base import adapt_for_backends
@@ -81,6 +80,7 @@ from pytest_triton.servers.sagemaker.model_data import read_container_env
 from pytest_triton.servers.sagemaker.model_data import serve_script_checks
 from pytest_triton.servers.sagemaker.model_data import server_repository
 from pytest_triton.servers.sagemaker.model_data import unpack_as_sagemaker
+from pytest_triton.servers.wait import Deadline
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import ProgressCallback
 from pytest_triton.servers.wait import stderr_progress
@@ -245,7 +245,7 @@ class SageMakerLocalLauncher(ServerBase):
         """Ready: the SageMaker frontend started (read from the log) and ``/ping`` answers 200."""
         check = functools.partial(frontend_ready, self._runner(), self.urls, self._check_running, self.default_model)
         what, tail = "sagemaker-local tritonserver", self.log_tail
-        wait_until(check, timeout=deadline.left(), what=what, interval=0.1, progress=self.progress, log_tail=tail)
+        wait_until(check, timeout=deadline, what=what, interval=0.1, progress=self.progress, log_tail=tail)
 
     def _start_failure(self, code: int, how: str, lines: list[str]) -> Exception:
         return start_failure(self.plan, self.default_model, code, how, lines, self.log_tail())

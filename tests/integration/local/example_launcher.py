@@ -13,10 +13,10 @@ from pytest_triton.repository.layout import model_folders
 from pytest_triton.servers import Prepared
 from pytest_triton.servers import ServeOptions
 from pytest_triton.servers import find_tritonserver
-from pytest_triton.servers.base import Deadline
 from pytest_triton.servers.base import ServerBase
 from pytest_triton.servers.base import tritonserver_args
 from pytest_triton.servers.local import TritonProcess
+from pytest_triton.servers.wait import Deadline
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import models_poll
 from pytest_triton.servers.wait import wait_until
@@ -66,4 +66,4 @@ class PlainLauncher(ServerBase):
             self._check_running()  # ended: its error; a port taken: PortInUse, and start() launches again
             return models_poll(rest, prepared.models)
 
-        wait_until(check, timeout=deadline.left(), progress=self.progress, log_tail=self.log_tail)
+        wait_until(check, timeout=deadline, progress=self.progress, log_tail=self.log_tail)

@@ -18,6 +18,8 @@ from pytest_triton.servers import LocalLauncher
 from pytest_triton.servers import ServeOptions
 from pytest_triton.servers import TritonServer
 from pytest_triton.servers import UrlLauncher
+from pytest_triton.servers.wait import Poll
+from pytest_triton.servers.wait import wait_until
 
 from .local_triton_helpers import add_model
 from .local_triton_helpers import echo_model
@@ -131,7 +133,16 @@ def test_metrics_report_queue_and_compute_time(server: LocalLauncher) -> None:
     finally:
         client.close()
 
-    after = fetch_text(server.urls.need("metrics"))
+    # Triton counts a request once its backend reports the request's statistics, which the python backend does
+    # after the response has gone: on a loaded machine the client can read the metrics in between
+    after = ""
+
+    def counted() -> Poll:
+        nonlocal after
+        after = fetch_text(server.urls.need("metrics"))
+        return Poll(_metric(after, "nv_inference_count", "echo") > count_before)
+
+    wait_until(counted, timeout=10.0, what="the metrics", goal="counting the request", progress=None)
     assert _metric(after, "nv_inference_count", "echo") == count_before + 1
     compute = _metric(after, "nv_inference_compute_infer_duration_us", "echo") - compute_before
     queue = _metric(after, "nv_inference_queue_duration_us", "echo") - queue_before

@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_triton.servers.base import Deadline
 from pytest_triton.servers.local.launcher import LocalLauncher
 from pytest_triton.servers.local.triton_process import TritonProcess
 from pytest_triton.servers.owner import owners_dir
@@ -30,6 +29,7 @@ from pytest_triton.servers.process import sweep_stale_workdirs
 from pytest_triton.servers.protocol import Prepared
 from pytest_triton.servers.sagemaker.local import SageMakerLocalLauncher
 from pytest_triton.servers.sandbox import namespace_prefix
+from pytest_triton.servers.wait import Deadline
 
 from .local_triton_helpers import add_model
 from .test_listeners import _ports

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from pytest_triton.client.rest import IndexEntry
 from pytest_triton.errors import ServerTimeout
+from pytest_triton.servers.wait import Deadline
 from pytest_triton.servers.wait import Poll
 from pytest_triton.servers.wait import unloaded_poll
 from pytest_triton.servers.wait import wait_models_unloaded
@@ -96,6 +99,22 @@ def test_zero_timeout_checks_once() -> None:
 
     with pytest.raises(ServerTimeout):
         wait_until(check, timeout=0, progress=None)
+    assert calls == [1]
+
+
+def test_a_spent_deadline_checks_once_and_names_its_whole_budget() -> None:
+    # the waits of a start share its deadline: a spawn that took all of it leaves the wait nothing, and the
+    # message still says how long the start had (not the 0.0 s that was left)
+    calls: list[int] = []
+
+    def check() -> Poll:
+        calls.append(1)
+        return Poll(False, "0/2 models loaded")
+
+    deadline = Deadline(0.2)
+    time.sleep(0.25)  # the spawn
+    with pytest.raises(ServerTimeout, match=r"^tritonserver not ready after 0\.2 s \(0/2 models loaded\)"):
+        wait_until(check, timeout=deadline, progress=None)
     assert calls == [1]
 
 
