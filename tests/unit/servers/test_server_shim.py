@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 
 from pytest_triton.servers import base
+from pytest_triton.servers import wait
 
 
 def test_the_old_module_warns_and_gives_the_new_names() -> None:
     from pytest_triton.servers import server
 
-    with pytest.warns(DeprecationWarning, match=r"servers\.server\.Budget moved: import .*servers\.base\.Deadline"):
-        assert server.Budget is base.Deadline
+    with pytest.warns(DeprecationWarning, match=r"servers\.server\.Budget moved: import .*servers\.wait\.Deadline"):
+        assert server.Budget is wait.Deadline
     with pytest.warns(DeprecationWarning, match=r"servers\.base\.ServerBase"):
         assert server.ServerBase is base.ServerBase
     with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
